@@ -1,0 +1,1 @@
+"""``kr``: the host-side tools (CLI, local server, evaluation) around the router core."""

@@ -1,0 +1,163 @@
+"""The text analyzer: one function from text to index terms, used by the compiler and the runtime.
+
+Why it is built like this:
+- codes such as ``NR-35``, ``ORA-00942`` or ``workPermit.validity`` are kept whole (and compact,
+  ``nr35``) *and* split into their parts, so both the exact code and its words match;
+- words are stemmed with Snowball on their accented form (the stemmer's rules need the accents),
+  then accent-folded; a query typed without accents (``permissao``) is mapped back to the stem of
+  the accented word seen in the corpus through the *accent lexicon* shipped with the package;
+- Portuguese ``-ões``/``-ães`` plurals are brought to ``-ão`` first (Snowball leaves them apart).
+The stemmer is injected: PyStemmer (C, fast) at build time, snowballstemmer (pure Python) in the
+Worker; the compiler checks that both give the same stem for every word of the vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from router.analysis.stopwords import STOPWORDS
+from router.analysis.text import fold, has_diacritics, normalize_text, split_camel
+from router.errors import ConfigError
+
+__all__ = ["Analyzer", "AnalyzerConfig", "StemFunction", "snowball_stem_function"]
+
+StemFunction = Callable[[str], str]
+
+# A span of letters/digits possibly joined by connectors: "NR-35", "workPermit.validity", "apr".
+_SPAN = re.compile(r"[^\W_]+(?:[-./_][^\W_]+)*")
+_CONNECTOR = re.compile(r"[-./_]")
+_PLURAL_AO = re.compile(r"(?:ões|ães)$")
+_DEFAULT_MIN_WORD_LENGTH = 2
+
+
+@dataclass(frozen=True)
+class AnalyzerConfig:
+    """Everything that changes which terms a text produces; saved in the package manifest."""
+
+    language: str = "portuguese"
+    min_word_length: int = _DEFAULT_MIN_WORD_LENGTH
+    keep_codes: bool = True
+    fold_plurals: bool = True
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "language": self.language,
+            "min_word_length": self.min_word_length,
+            "keep_codes": self.keep_codes,
+            "fold_plurals": self.fold_plurals,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> AnalyzerConfig:
+        try:
+            return cls(
+                language=str(data["language"]),
+                min_word_length=int(str(data["min_word_length"])),
+                keep_codes=bool(data["keep_codes"]),
+                fold_plurals=bool(data["fold_plurals"]),
+            )
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(f"invalid analyzer config: {exc}") from exc
+
+
+def snowball_stem_function(language: str) -> StemFunction:
+    """The pure-Python Snowball stemmer (runs inside the Worker)."""
+    import snowballstemmer
+
+    try:
+        stemmer = snowballstemmer.stemmer(language)
+    except KeyError as exc:
+        raise ConfigError(f"no Snowball stemmer for language {language!r}") from exc
+    return stemmer.stemWord  # type: ignore[no-any-return]
+
+
+@dataclass
+class Analyzer:
+    """Turns text into index terms; identical output at build and at query time."""
+
+    config: AnalyzerConfig = field(default_factory=AnalyzerConfig)
+    stem: StemFunction | None = None
+    accent_lexicon: Mapping[str, str] = field(default_factory=dict)
+    _stem_cache: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.config.language not in STOPWORDS:
+            raise ConfigError(f"unsupported analyzer language {self.config.language!r}")
+        if self.stem is None:
+            self.stem = snowball_stem_function(self.config.language)
+        self._stopwords = frozenset(fold(w) for w in STOPWORDS[self.config.language])
+        self._portuguese = self.config.language == "portuguese"
+
+    # -- public -------------------------------------------------------------------------------
+
+    def terms(self, text: str) -> list[str]:
+        """Index terms of a text, in order, duplicates kept (BM25 counts each occurrence)."""
+        out: list[str] = []
+        for match in _SPAN.finditer(normalize_text(text)):
+            self._span_terms(match.group(), out)
+        return out
+
+    def word_stem(self, word: str) -> str | None:
+        """Stem of one plain word, or None when it is a stopword or too short."""
+        lowered = word.casefold()
+        folded = fold(lowered)
+        if folded in self._stopwords:
+            return None
+        if len(folded) < self.config.min_word_length and not folded.isdigit():
+            return None
+        cached = self._stem_cache.get(lowered)
+        if cached is not None:
+            return cached
+        stem = self._stem_uncached(lowered, folded)
+        self._stem_cache[lowered] = stem
+        return stem
+
+    def surface_stem(self, lowered: str) -> str:
+        """Accent-folded stem of a lower-case word, ignoring the lexicon (used to build it)."""
+        if self._portuguese and self.config.fold_plurals:
+            lowered = _PLURAL_AO.sub("ão", lowered)
+        assert self.stem is not None
+        return fold(self.stem(lowered))
+
+    def vocabulary_words(self, texts: Iterable[str]) -> set[str]:
+        """Lower-cased plain words of texts (what the stemmer will see), for equality checks."""
+        words: set[str] = set()
+        for text in texts:
+            for match in _SPAN.finditer(normalize_text(text)):
+                for piece in _CONNECTOR.split(match.group()):
+                    for part in split_camel(piece):
+                        words.add(part.casefold())
+        return words
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _stem_uncached(self, lowered: str, folded: str) -> str:
+        if not has_diacritics(lowered):
+            known = self.accent_lexicon.get(folded)
+            if known is not None:
+                return known
+        return self.surface_stem(lowered)
+
+    def _span_terms(self, span: str, out: list[str]) -> None:
+        if _CONNECTOR.search(span):
+            if self.config.keep_codes:
+                whole = fold(span)
+                out.append(whole)
+                compact = _CONNECTOR.sub("", whole)
+                if compact != whole and any(ch.isdigit() for ch in compact):
+                    out.append(compact)
+            for piece in _CONNECTOR.split(span):
+                self._word_terms(piece, out)
+            return
+        self._word_terms(span, out)
+
+    def _word_terms(self, word: str, out: list[str]) -> None:
+        parts = split_camel(word)
+        if len(parts) > 1 and self.config.keep_codes:
+            out.append(fold(word))
+        for part in parts:
+            stem = self.word_stem(part)
+            if stem is not None:
+                out.append(stem)

@@ -1,0 +1,52 @@
+"""Character-level text normalisation shared by every stage that compares strings.
+
+Why one module: build and runtime, ids and free text must fold accents and case the same way,
+or an id typed without accents would miss the index.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["collapse_spaces", "fold", "has_diacritics", "normalize_text", "slugify", "split_camel"]
+
+_SPACES = re.compile(r"\s+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_ACRONYM_PLURAL = re.compile(r"^([A-Z]{2,})s$")
+_NON_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def normalize_text(text: str) -> str:
+    """NFC, no BOM, LF line ends: one canonical form for NFC/NFD and CRLF variants of a text."""
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text)
+
+
+def fold(text: str) -> str:
+    """Casefold and strip diacritics (``Permissão`` → ``permissao``)."""
+    decomposed = unicodedata.normalize("NFD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def has_diacritics(word: str) -> bool:
+    """True when the word carries an accent that folding would remove."""
+    return any(unicodedata.combining(ch) for ch in unicodedata.normalize("NFD", word))
+
+
+def split_camel(word: str) -> list[str]:
+    """``workPermit`` → ``[work, Permit]``; ``APRs`` → ``[APR]`` (an acronym's plural)."""
+    plural = _ACRONYM_PLURAL.match(word)
+    if plural:
+        return [plural.group(1)]
+    return [part for part in _CAMEL_BOUNDARY.split(word) if part]
+
+
+def slugify(text: str) -> str:
+    """Heading → section slug: folded, non-alphanumerics collapsed to ``-``."""
+    return _NON_SLUG.sub("-", fold(normalize_text(text))).strip("-")
+
+
+def collapse_spaces(text: str) -> str:
+    """Trim and collapse runs of whitespace to one space."""
+    return _SPACES.sub(" ", text).strip()

@@ -1,0 +1,1 @@
+"""The HTTP API (one FastAPI app for ``kr serve`` and the Worker)."""

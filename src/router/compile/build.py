@@ -1,0 +1,43 @@
+"""Knowledge folder → package: the one build path behind ``kr build`` and scripts/build_index.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.compile.corpus import KnowledgeCorpus, load_knowledge
+from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
+from router.errors import KnowledgeFormatError
+
+__all__ = ["BuildResult", "build_knowledge", "write_package"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    corpus: KnowledgeCorpus
+    package: CompiledPackage
+
+
+def build_knowledge(
+    root: str | Path, config: BuildConfig | None = None, strict: bool = False
+) -> BuildResult:
+    """Parse and compile a knowledge folder. Cross-file errors always fail; file errors fail
+    only with ``strict`` (otherwise the file is skipped and reported)."""
+    corpus = load_knowledge(root, strict=strict)
+    fatal = [d for d in corpus.errors if strict or d.cross_file]
+    if fatal:
+        first = fatal[0]
+        summary = "; ".join(str(d) for d in fatal[:20])
+        raise KnowledgeFormatError(first.path, first.line, f"{len(fatal)} error(s): {summary}")
+    source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
+    package = compile_documents(corpus.documents, config, corpus.synonyms, source)
+    return BuildResult(corpus, package)
+
+
+def write_package(package: CompiledPackage, out_dir: str | Path) -> Path:
+    """Write the package files to ``out_dir/<version>/``."""
+    target = Path(out_dir) / package.knowledge_version
+    target.mkdir(parents=True, exist_ok=True)
+    for name, blob in package.files().items():
+        (target / name).write_bytes(blob)
+    return target

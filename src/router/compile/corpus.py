@@ -1,0 +1,156 @@
+"""Reads a knowledge folder into documents and checks the rules that span files.
+
+Why separate from the parser: one file can be judged alone (syntax, required keys), but duplicate
+ids, overlapping validity windows and dangling wikilinks need the whole folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from router.analysis.text import normalize_text
+from router.errors import KnowledgeFormatError
+from router.knowledge.model import Document
+from router.knowledge.parser import parse_document
+
+__all__ = ["Diagnostic", "KnowledgeCorpus", "load_knowledge"]
+
+SYNONYMS_FILE = "_synonyms.yml"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A build message tied to a place: ``path:line: message``."""
+
+    level: str  # "error" | "warning"
+    path: str
+    line: int
+    message: str
+    cross_file: bool = False  # a conflict between files: fails the build even when not strict
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class KnowledgeCorpus:
+    """The documents of one folder, plus what the build found wrong with it."""
+
+    root: str
+    documents: list[Document] = field(default_factory=list)
+    synonyms: list[list[str]] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.level == "error"]
+
+
+def load_knowledge(root: str | Path, strict: bool = False) -> KnowledgeCorpus:
+    """Parse every ``**/*.md`` under ``root`` (sorted, so builds are reproducible).
+
+    A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
+    build on any error. Cross-file conflicts (same id, overlapping windows) are always errors.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise KnowledgeFormatError(str(base), 0, "knowledge folder does not exist")
+    corpus = KnowledgeCorpus(root=str(base))
+    for path in sorted(base.rglob("*.md"), key=lambda p: p.relative_to(base).as_posix()):
+        relative = path.relative_to(base).as_posix()
+        if any(part.startswith("_") or part.startswith(".") for part in Path(relative).parts):
+            continue
+        try:
+            corpus.documents.append(parse_document(relative, path.read_bytes()))
+        except KnowledgeFormatError as exc:
+            corpus.diagnostics.append(Diagnostic("error", exc.path, exc.line, exc.detail))
+    corpus.synonyms = _load_synonyms(base, corpus)
+    _check_duplicate_ids(corpus)
+    _check_links(corpus)
+    return corpus
+
+
+def _load_synonyms(base: Path, corpus: KnowledgeCorpus) -> list[list[str]]:
+    path = base / SYNONYMS_FILE
+    if not path.is_file():
+        return []
+    try:
+        data = yaml.safe_load(normalize_text(path.read_text(encoding="utf-8"))) or []
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        corpus.diagnostics.append(Diagnostic("error", SYNONYMS_FILE, line, f"invalid YAML: {exc}"))
+        return []
+    groups = []
+    for number, group in enumerate(data if isinstance(data, list) else [], start=1):
+        if not isinstance(group, list) or len(group) < 2:
+            corpus.diagnostics.append(
+                Diagnostic("warning", SYNONYMS_FILE, number, "a group needs two or more terms")
+            )
+            continue
+        groups.append([str(term).strip() for term in group if str(term).strip()])
+    return groups
+
+
+def _check_duplicate_ids(corpus: KnowledgeCorpus) -> None:
+    """Same id + same tenant is allowed only for successive, non-overlapping versions."""
+    by_key: dict[tuple[str, str], list[Document]] = {}
+    for doc in corpus.documents:
+        by_key.setdefault((doc.semantic_id.casefold(), doc.tenant), []).append(doc)
+    for docs in by_key.values():
+        for i, first in enumerate(docs):
+            for second in docs[i + 1 :]:
+                if _windows_overlap(first, second):
+                    corpus.diagnostics.append(
+                        Diagnostic(
+                            "error",
+                            second.path,
+                            1,
+                            f"semanticId {second.semantic_id!r} is also defined in {first.path} "
+                            "for the same tenant with an overlapping validity window",
+                            cross_file=True,
+                        )
+                    )
+    owner: dict[str, Document] = {}
+    for doc in corpus.documents:
+        for section in doc.sections:
+            if not section.explicit_id:
+                continue
+            key = section.section_id.casefold()
+            other = owner.get(key)
+            if other is not None and other.semantic_id != doc.semantic_id:
+                corpus.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        doc.path,
+                        section.line,
+                        f"section id {section.section_id!r} is also used in {other.path}",
+                        cross_file=True,
+                    )
+                )
+            owner.setdefault(key, doc)
+
+
+def _windows_overlap(first: Document, second: Document) -> bool:
+    if first.tenant != second.tenant:
+        return False
+    start = max(first.valid_from or "0000-00-00", second.valid_from or "0000-00-00")
+    end = min(first.valid_until or "9999-99-99", second.valid_until or "9999-99-99")
+    return start <= end
+
+
+def _check_links(corpus: KnowledgeCorpus) -> None:
+    known = {doc.semantic_id.casefold() for doc in corpus.documents}
+    known |= {s.section_id.casefold() for doc in corpus.documents for s in doc.sections}
+    for doc in corpus.documents:
+        for section in doc.sections:
+            for link in section.links:
+                if link.target.casefold() not in known:
+                    corpus.diagnostics.append(
+                        Diagnostic(
+                            "warning", doc.path, link.line, f"wikilink to unknown id {link.target!r}"
+                        )
+                    )

@@ -1,0 +1,218 @@
+"""Compiles documents into a knowledge package: analyzer + bm25s impacts + catalog + manifest.
+
+Why bm25s here and not at run time: bm25s (numpy) computes the BM25 impacts once at build time;
+the Worker only sums precomputed impacts (decision 1, docs/adr/0001). PyStemmer stems here and
+its output is checked against the pure-Python snowballstemmer used at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import bm25s
+import Stemmer
+
+from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
+from router.analysis.text import fold, has_diacritics
+from router.errors import ConfigError
+from router.knowledge.model import Document, Section
+from router.knowledge.parser import strip_wikilinks
+from router.package.manifest import Manifest, dumps_json
+from router.package.postings import encode_postings
+from router.safety.injection import INJECTION_FLAG, looks_like_injection
+
+__all__ = ["BM25Params", "BuildConfig", "CompiledPackage", "compile_documents", "section_index_text"]
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """BM25 variant and parameters given to bm25s (Lucene's IDF, the usual k1/b)."""
+
+    method: str = "lucene"
+    k1: float = 1.5
+    b: float = 0.75
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "k1": self.k1, "b": self.b}
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Everything that shapes a package, with named defaults."""
+
+    analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
+    bm25: BM25Params = field(default_factory=BM25Params)
+
+
+@dataclass(frozen=True)
+class CompiledPackage:
+    """A built package in memory: the manifest plus its artifacts by name."""
+
+    manifest: Manifest
+    artifacts: dict[str, bytes]
+
+    @property
+    def knowledge_version(self) -> str:
+        return self.manifest.knowledge_version
+
+    def files(self) -> dict[str, bytes]:
+        """Every file of the package, manifest included."""
+        return {"manifest.json": self.manifest.to_bytes(), **self.artifacts}
+
+
+def section_index_text(doc: Document, section: Section, first: bool) -> str:
+    """The text BM25 sees for a section: titles, id, heading, body; document fields once."""
+    parts = [doc.title, section.heading, section.section_id.replace("#", " ")]
+    if first:
+        parts += [doc.semantic_id, doc.description, " ".join(doc.keywords), " ".join(doc.aliases)]
+    parts.append(strip_wikilinks(section.text))
+    parts += [link.target for link in section.links]
+    return "\n".join(p for p in parts if p)
+
+
+def compile_documents(
+    documents: Sequence[Document],
+    config: BuildConfig | None = None,
+    synonyms: Sequence[Sequence[str]] = (),
+    source: dict[str, Any] | None = None,
+) -> CompiledPackage:
+    """Build the package; same documents and config → byte-identical artifacts."""
+    config = config or BuildConfig()
+    if not documents:
+        raise ConfigError("no documents to index")
+    texts = [
+        section_index_text(doc, section, index == 0)
+        for doc in documents
+        for index, section in enumerate(doc.sections)
+    ]
+    build_stem = _pystemmer(config.analyzer.language)
+    lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
+    analyzer = Analyzer(config.analyzer, stem=build_stem, accent_lexicon=lexicon)
+    check_stemmer_equality(analyzer.vocabulary_words(texts), config.analyzer)
+    tokens = [analyzer.terms(text) for text in texts]
+    terms, indptr, ids, scores = _bm25_impacts(tokens, config.bm25)
+    artifacts = {
+        "catalog.json": dumps_json(_catalog(documents, synonyms)),
+        "terms.json": dumps_json(terms),
+        "lexicon.json": dumps_json(lexicon),
+        "postings.bin": encode_postings(indptr, ids, scores, len(texts)),
+    }
+    counts = {
+        "documents": len(documents),
+        "sections": len(texts),
+        "terms": len(terms),
+        "postings": len(ids),
+    }
+    manifest = Manifest.create(
+        artifacts, config.analyzer.to_dict(), config.bm25.to_dict(), counts, source or {}
+    )
+    return CompiledPackage(manifest, artifacts)
+
+
+def build_accent_lexicon(
+    texts: Iterable[str], config: AnalyzerConfig, stem: Any
+) -> dict[str, str]:
+    """Map each accent-stripped word form to the stem of its accented spelling in the corpus.
+
+    ``permissao`` (typed without accents) → stem of ``permissão``; the most frequent accented
+    spelling wins when two fold alike, ties broken alphabetically for reproducibility.
+    """
+    plain = Analyzer(config, stem=stem)
+    counts: Counter[str] = Counter()
+    for text in texts:
+        for word in plain.vocabulary_words([text]):
+            if has_diacritics(word):
+                counts[word] += 1
+    best: dict[str, tuple[int, str]] = {}
+    for word, count in counts.items():
+        folded = fold(word)
+        current = best.get(folded)
+        if current is None or (-count, word) < (-current[0], current[1]):
+            best[folded] = (count, word)
+    return {folded: plain.surface_stem(word) for folded, (_, word) in sorted(best.items())}
+
+
+def check_stemmer_equality(words: Iterable[str], config: AnalyzerConfig) -> None:
+    """PyStemmer (build) and snowballstemmer (Worker) must agree on every word, or fail."""
+    build = Analyzer(config, stem=_pystemmer(config.language))
+    runtime = Analyzer(config, stem=snowball_stem_function(config.language))
+    differing = sorted(w for w in words if build.surface_stem(w) != runtime.surface_stem(w))
+    if differing:
+        sample = ", ".join(differing[:10])
+        raise ConfigError(f"PyStemmer and snowballstemmer differ on {len(differing)} words: {sample}")
+
+
+def _pystemmer(language: str) -> Any:
+    try:
+        return Stemmer.Stemmer(language).stemWord
+    except KeyError as exc:
+        raise ConfigError(f"PyStemmer has no stemmer for {language!r}") from exc
+
+
+def _bm25_impacts(
+    tokens: list[list[str]], params: BM25Params
+) -> tuple[list[str], list[int], list[int], list[float]]:
+    """Run bm25s and return (terms by id, indptr, section ids, impacts) as plain lists."""
+    retriever = bm25s.BM25(method=params.method, k1=params.k1, b=params.b)
+    retriever.index(tokens, show_progress=False)
+    scores = retriever.scores
+    num_terms = len(scores["indptr"]) - 1
+    terms = [""] * num_terms
+    for term, term_id in retriever.vocab_dict.items():
+        if term_id < num_terms:  # bm25s appends an empty token with no postings
+            terms[term_id] = term
+    return (
+        terms,
+        [int(x) for x in scores["indptr"]],
+        [int(x) for x in scores["indices"]],
+        [float(x) for x in scores["data"]],
+    )
+
+
+def _catalog(documents: Sequence[Document], synonyms: Sequence[Sequence[str]]) -> dict[str, Any]:
+    docs, sections = [], []
+    for doc_index, doc in enumerate(documents):
+        first = len(sections)
+        for section in doc.sections:
+            text = strip_wikilinks(section.text)
+            flags = [INJECTION_FLAG] if looks_like_injection(text) else []
+            sections.append(
+                {
+                    "id": section.section_id,
+                    "doc": doc_index,
+                    "heading": section.heading,
+                    "level": section.level,
+                    "text": text,
+                    "line": section.line,
+                    "explicit": section.explicit_id,
+                    "links": [[link.target, link.label] for link in section.links],
+                    "flags": flags,
+                }
+            )
+        docs.append(
+            {
+                "id": doc.semantic_id,
+                "title": doc.title,
+                "path": doc.path,
+                "description": doc.description,
+                "keywords": doc.keywords,
+                "aliases": doc.aliases,
+                "tenant": doc.tenant,
+                "trust": doc.trust,
+                "status": doc.status,
+                "version": doc.version,
+                "created_at": doc.created_at,
+                "updated_at": doc.updated_at,
+                "valid_from": doc.valid_from,
+                "valid_until": doc.valid_until,
+                "scope": doc.scope,
+                "facts": doc.facts,
+                "metadata": json.loads(json.dumps(doc.metadata, default=str)),
+                "sections": [first, len(sections)],
+            }
+        )
+    return {"documents": docs, "sections": sections, "synonyms": [list(g) for g in synonyms]}

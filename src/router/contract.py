@@ -1,0 +1,123 @@
+"""The HTTP/API contract (seeds/004): QueryRequest, QueryAnalysis and QueryResponse as pydantic models.
+
+Why pydantic here: the same models validate requests in ``kr serve``, in the Worker and in the CLI,
+and they produce the OpenAPI schema; a bad request becomes a 4xx with a JSON error, never a crash.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Citation",
+    "ConfidenceLevel",
+    "QueryAnalysis",
+    "QueryRequest",
+    "QueryResponse",
+    "ResponseMetadata",
+    "RetrievalResult",
+]
+
+MAX_QUERY_CHARS = 2000
+ConfidenceLevel = Literal["HIGH", "MEDIUM", "LOW", "NONE"]
+TaskType = Literal[
+    "factual", "procedural", "comparative", "analytical", "exploratory", "structured_numeric"
+]
+Strategy = Literal[
+    "direct_answer", "simple_rag", "enriched_rag", "multi_backend_agent", "clarify_first",
+    "safe_decline",
+]  # fmt: skip
+_CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.#/:-]{0,199}$"
+
+
+class QueryRequest(BaseModel):
+    """A question plus the UI context it was asked in."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    conversation_id: str | None = Field(default=None, max_length=200)
+    context: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
+    latency_preference: Literal["rápido", "rapido", "fast", "normal", "qualidade", "quality"] = (
+        "normal"
+    )
+    user_profile: dict[str, Any] = Field(default_factory=dict)
+    tenant: str | None = Field(default=None, pattern=_CONTEXT_ID)
+    page: str | None = Field(default=None, pattern=_CONTEXT_ID)
+    tab: str | None = Field(default=None, pattern=_CONTEXT_ID)
+    focus: str | None = Field(default=None, pattern=_CONTEXT_ID)
+    date: dt.date | None = None
+    top_k: int = Field(default=5, ge=1, le=50)
+    include_deprecated: bool = False
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be blank")
+        return value
+
+
+class QueryAnalysis(BaseModel):
+    """Output of the query analyzer (seeds/004 schema plus intent and potential_action)."""
+
+    needs_grounding: bool
+    task_type: TaskType
+    complexity: Literal["low", "medium", "high"]
+    requires_structured_data: bool = False
+    requires_multi_source: bool = False
+    sources: list[Literal["docs", "sql", "api", "graph"]] = Field(default_factory=lambda: ["docs"])
+    latency_tier: Literal["fast", "normal", "quality"] = "normal"
+    risk_level: Literal["low", "medium", "high"] = "low"
+    strategy: Strategy
+    confidence: float = Field(ge=0, le=1)
+    intent: Literal["knowledge", "agentic"] = "knowledge"
+    potential_action: bool = False
+    terms: list[str] = Field(default_factory=list)
+    short_query: bool = False
+
+
+class Citation(BaseModel):
+    doc_id: str
+    section_id: str
+    passage: str
+    score: float
+
+
+class RetrievalResult(BaseModel):
+    """One ranked section with every source's score, so the ranking is explainable."""
+
+    doc_id: str
+    section_id: str
+    title: str
+    heading: str
+    final_score: float
+    scores: dict[str, float]
+    flags: list[str] = Field(default_factory=list)
+    trust: str
+    version: str = ""
+    tenant: str = "*"
+
+
+class ResponseMetadata(BaseModel):
+    latency_ms: float
+    fallback_triggered: bool = False
+
+
+class QueryResponse(BaseModel):
+    answer: str
+    citations: list[Citation]
+    strategy_used: Strategy
+    confidence: float = Field(ge=0, le=1)
+    confidence_level: ConfidenceLevel
+    abstained: bool
+    abstention_reason: str | None = None
+    sources_used: list[str]
+    analysis: QueryAnalysis
+    knowledge_version: str
+    results: list[RetrievalResult]
+    metadata: ResponseMetadata
+    trace: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,76 @@
+"""The router's error hierarchy: one base class, one stable code per kind of failure.
+
+Why codes: the HTTP API answers ``{"error": {"code", "message"}}`` and clients branch on the code,
+so each error class carries the code and the HTTP status it maps to.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "IntegrityError",
+    "InvalidRequestError",
+    "KnowledgeFormatError",
+    "NoActiveVersionError",
+    "PackageFormatError",
+    "RouterError",
+]
+
+
+class RouterError(Exception):
+    """Base of every error the router raises on purpose."""
+
+    code = "internal_error"
+    http_status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_payload(self) -> dict[str, dict[str, str]]:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class ConfigError(RouterError):
+    """A configuration value is missing or out of range."""
+
+    code = "config_error"
+
+
+class InvalidRequestError(RouterError):
+    """The caller sent a request the router cannot serve (4xx)."""
+
+    code = "invalid_request"
+    http_status = 400
+
+
+class KnowledgeFormatError(RouterError):
+    """A knowledge file breaks the input contract; names the file and line."""
+
+    code = "knowledge_format"
+
+    def __init__(self, path: str, line: int, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = path
+        self.line = line
+        self.detail = message
+
+
+class PackageFormatError(RouterError):
+    """A knowledge package is malformed, partial or of an unknown format version."""
+
+    code = "package_format"
+    http_status = 503
+
+
+class IntegrityError(PackageFormatError):
+    """A package artifact does not match the sha256 recorded in its manifest."""
+
+    code = "package_integrity"
+
+
+class NoActiveVersionError(RouterError):
+    """No knowledge version has been activated yet."""
+
+    code = "no_active_version"
+    http_status = 503

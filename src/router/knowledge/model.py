@@ -1,0 +1,88 @@
+"""Plain records of parsed knowledge: documents, sections and links (shared by build and runtime).
+
+Why plain dataclasses: the runtime rebuilds them from the package catalog without pydantic or
+YAML, so they must be cheap to create and free of I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ALL_TENANTS",
+    "TRUST_LEVELS",
+    "DOCUMENT_STATUSES",
+    "Document",
+    "Link",
+    "Section",
+]
+
+ALL_TENANTS = "*"
+# Ranking preference, best first (knowledge-format.md "Trust").
+TRUST_LEVELS: tuple[str, ...] = ("official", "verified", "generated", "draft", "deprecated")
+DOCUMENT_STATUSES: tuple[str, ...] = ("active", "deprecated", "archived")
+
+FactValue = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Link:
+    """A wikilink: an edge of the knowledge graph from a section to a document or section id."""
+
+    source_section: str
+    target: str
+    label: str
+    line: int
+
+
+@dataclass
+class Section:
+    """A retrievable chunk: one heading and the text under it."""
+
+    section_id: str
+    heading: str
+    level: int
+    text: str
+    line: int
+    explicit_id: bool = False
+    links: list[Link] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Document:
+    """One Markdown file of the knowledge folder."""
+
+    semantic_id: str
+    title: str
+    path: str
+    description: str = ""
+    keywords: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    tenant: str = ALL_TENANTS
+    trust: str = "official"
+    status: str = "active"
+    version: str = ""
+    created_at: str | None = None
+    updated_at: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    scope: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, FactValue] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    sections: list[Section] = field(default_factory=list)
+
+    @property
+    def deprecated(self) -> bool:
+        return self.trust == "deprecated" or self.status in ("deprecated", "archived")
+
+    def valid_on(self, day: str) -> bool:
+        """Whether the rule applies on ``day`` (ISO date; both bounds inclusive)."""
+        if self.valid_from is not None and day < self.valid_from:
+            return False
+        return not (self.valid_until is not None and day > self.valid_until)
+
+    def visible_to(self, tenant: str | None) -> bool:
+        """A tenant sees shared documents and its own, never another tenant's."""
+        return self.tenant == ALL_TENANTS or (tenant is not None and self.tenant == tenant)

@@ -1,0 +1,118 @@
+"""The package manifest: what a knowledge version contains and the sha256 of every artifact.
+
+Why content hashes: a blob store may hand back a partial or stale object; the runtime refuses any
+artifact whose hash differs, and the knowledge version itself is derived from the hashes, so the
+same input always yields the same version id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from router.errors import IntegrityError, PackageFormatError
+
+__all__ = [
+    "ARTIFACT_NAMES",
+    "FORMAT_VERSION",
+    "MANIFEST_NAME",
+    "Manifest",
+    "dumps_json",
+    "sha256_hex",
+]
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+ARTIFACT_NAMES: tuple[str, ...] = ("catalog.json", "terms.json", "lexicon.json", "postings.bin")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def dumps_json(value: Any) -> bytes:
+    """Canonical JSON (sorted keys, no spaces, UTF-8) so equal content gives equal bytes."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Parsed ``manifest.json``."""
+
+    knowledge_version: str
+    format_version: int
+    analyzer: dict[str, Any]
+    bm25: dict[str, Any]
+    counts: dict[str, int]
+    artifacts: dict[str, dict[str, Any]]
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(
+        cls,
+        artifacts: Mapping[str, bytes],
+        analyzer: dict[str, Any],
+        bm25: dict[str, Any],
+        counts: dict[str, int],
+        source: dict[str, Any],
+    ) -> Manifest:
+        listing = {
+            name: {"sha256": sha256_hex(blob), "bytes": len(blob)}
+            for name, blob in sorted(artifacts.items())
+        }
+        identity = dumps_json({"artifacts": listing, "analyzer": analyzer, "bm25": bm25})
+        version = "kv-" + sha256_hex(identity)[:16]
+        return cls(version, FORMAT_VERSION, analyzer, bm25, counts, listing, source)
+
+    def to_bytes(self) -> bytes:
+        return dumps_json(
+            {
+                "knowledge_version": self.knowledge_version,
+                "format_version": self.format_version,
+                "analyzer": self.analyzer,
+                "bm25": self.bm25,
+                "counts": self.counts,
+                "artifacts": self.artifacts,
+                "source": self.source,
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> Manifest:
+        try:
+            data = json.loads(blob)
+            manifest = cls(
+                knowledge_version=str(data["knowledge_version"]),
+                format_version=int(data["format_version"]),
+                analyzer=dict(data["analyzer"]),
+                bm25=dict(data["bm25"]),
+                counts={k: int(v) for k, v in data["counts"].items()},
+                artifacts={k: dict(v) for k, v in data["artifacts"].items()},
+                source=dict(data.get("source", {})),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise PackageFormatError(f"manifest.json is malformed: {exc}") from exc
+        if manifest.format_version != FORMAT_VERSION:
+            raise PackageFormatError(
+                f"package format {manifest.format_version} is not supported "
+                f"(this router reads format {FORMAT_VERSION})"
+            )
+        missing = [name for name in ARTIFACT_NAMES if name not in manifest.artifacts]
+        if missing:
+            raise PackageFormatError(f"manifest lists no {', '.join(missing)}")
+        return manifest
+
+    def verify(self, name: str, blob: bytes) -> bytes:
+        """Return ``blob`` if it is the artifact the manifest describes, else raise."""
+        entry = self.artifacts.get(name)
+        if entry is None:
+            raise PackageFormatError(f"artifact {name!r} is not part of this package")
+        if len(blob) != entry["bytes"] or sha256_hex(blob) != entry["sha256"]:
+            raise IntegrityError(
+                f"artifact {name!r} of {self.knowledge_version} fails its sha256 check "
+                f"({len(blob)} bytes, expected {entry['bytes']})"
+            )
+        return blob

@@ -1,0 +1,84 @@
+"""Encoder and decoder of ``postings.bin``, the compiled BM25 impacts (format: docs/index-format.md).
+
+Why this layout: the Worker must start fast without numpy, so the file is three little-endian
+arrays read with ``memoryview.cast`` — no parsing loop, no copy:
+
+    magic  b"KRPOST01"                        8 bytes
+    header uint32 terms, sections, postings  12 bytes
+    indptr uint32[terms + 1]                 postings of term t are [indptr[t], indptr[t+1])
+    ids    uint32[postings]                  section numbers, ascending within a term
+    scores float32[postings]                 BM25 impact of the term in that section
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from router.errors import PackageFormatError
+
+__all__ = ["MAGIC", "Postings", "decode_postings", "encode_postings"]
+
+MAGIC = b"KRPOST01"
+_HEADER = struct.Struct("<8sIII")
+
+
+@dataclass(frozen=True)
+class Postings:
+    """Read-only views over the three arrays (CSC layout: one column per term)."""
+
+    indptr: Sequence[int]
+    section_ids: Sequence[int]
+    scores: Sequence[float]
+    num_sections: int
+
+    @property
+    def num_terms(self) -> int:
+        return len(self.indptr) - 1
+
+
+def encode_postings(
+    indptr: Sequence[int], section_ids: Sequence[int], scores: Sequence[float], num_sections: int
+) -> bytes:
+    """Serialise the arrays; same input → same bytes."""
+    num_terms = len(indptr) - 1
+    if len(section_ids) != len(scores) or (num_terms >= 0 and indptr[-1] != len(section_ids)):
+        raise PackageFormatError("postings arrays have inconsistent lengths")
+    parts = [_HEADER.pack(MAGIC, num_terms, num_sections, len(section_ids))]
+    for typecode, values in (("I", indptr), ("I", section_ids), ("f", scores)):
+        arr = array(typecode, values)
+        if sys.byteorder != "little":
+            arr.byteswap()
+        parts.append(arr.tobytes())
+    return b"".join(parts)
+
+
+def decode_postings(blob: bytes) -> Postings:
+    """Zero-copy views over an encoded blob; refuses truncated or foreign files."""
+    if len(blob) < _HEADER.size:
+        raise PackageFormatError("postings.bin is truncated (no header)")
+    magic, num_terms, num_sections, num_postings = _HEADER.unpack_from(blob)
+    if magic != MAGIC:
+        raise PackageFormatError("postings.bin has an unknown magic number")
+    expected = _HEADER.size + 4 * (num_terms + 1) + 8 * num_postings
+    if len(blob) != expected:
+        raise PackageFormatError(f"postings.bin has {len(blob)} bytes, expected {expected}")
+    view = memoryview(blob)
+    offset = _HEADER.size
+    indptr, offset = _view(view, offset, num_terms + 1, "I")
+    ids, offset = _view(view, offset, num_postings, "I")
+    scores, _ = _view(view, offset, num_postings, "f")
+    return Postings(indptr=indptr, section_ids=ids, scores=scores, num_sections=num_sections)
+
+
+def _view(view: memoryview, offset: int, count: int, typecode: str) -> tuple[Sequence, int]:  # type: ignore[type-arg]
+    end = offset + 4 * count
+    chunk = view[offset:end]
+    if sys.byteorder == "little":
+        return chunk.cast(typecode), end
+    swapped = array(typecode, chunk.tobytes())
+    swapped.byteswap()
+    return swapped, end

@@ -1,0 +1,160 @@
+"""Decoder of a knowledge package into the read-only structures the runtime queries.
+
+Why verify on load: the blob store may hold a partial upload or a corrupted object; every
+artifact is checked against the manifest's sha256 before anything is decoded, so a bad package is
+refused as a whole and the previously loaded version keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from router.analysis.analyzer import Analyzer, AnalyzerConfig
+from router.analysis.text import fold
+from router.errors import PackageFormatError
+from router.knowledge.model import Document, Link, Section
+from router.package.manifest import ARTIFACT_NAMES, Manifest
+from router.package.postings import Postings, decode_postings
+
+__all__ = ["ExactTarget", "KnowledgePackage", "load_package"]
+
+ArtifactFetcher = Callable[[str], bytes]
+
+
+@dataclass(frozen=True)
+class ExactTarget:
+    """What an exact key resolves to: a document, a section or a fact of a document."""
+
+    kind: str  # "document" | "section" | "alias" | "title" | "fact"
+    doc_index: int
+    section_index: int | None = None
+    fact: str | None = None
+
+
+@dataclass
+class KnowledgePackage:
+    """One loaded knowledge version: documents, sections, postings, analyzer, exact keys."""
+
+    manifest: Manifest
+    documents: list[Document]
+    section_doc: list[int]
+    sections: list[Section]
+    term_ids: dict[str, int]
+    postings: Postings
+    analyzer: Analyzer
+    synonyms: list[list[str]] = field(default_factory=list)
+    exact: dict[str, list[ExactTarget]] = field(default_factory=dict)
+    byte_size: int = 0
+
+    @property
+    def version(self) -> str:
+        return self.manifest.knowledge_version
+
+    def first_section(self, doc_index: int) -> int:
+        return self._doc_first_section[doc_index]
+
+    def __post_init__(self) -> None:
+        self._doc_first_section: list[int] = []
+        seen: set[int] = set()
+        for section_index, doc_index in enumerate(self.section_doc):
+            if doc_index not in seen:
+                seen.add(doc_index)
+                self._doc_first_section.append(section_index)
+        if not self.exact:
+            self.exact = _exact_keys(self)
+
+
+def load_package(manifest_blob: bytes, fetch: ArtifactFetcher) -> KnowledgePackage:
+    """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes."""
+    manifest = Manifest.from_bytes(manifest_blob)
+    blobs = {name: manifest.verify(name, fetch(name)) for name in ARTIFACT_NAMES}
+    try:
+        catalog = json.loads(blobs["catalog.json"])
+        terms = json.loads(blobs["terms.json"])
+        lexicon = json.loads(blobs["lexicon.json"])
+    except ValueError as exc:
+        raise PackageFormatError(f"package JSON is malformed: {exc}") from exc
+    postings = decode_postings(blobs["postings.bin"])
+    documents, sections, section_doc = _decode_catalog(catalog)
+    if postings.num_sections != len(sections) or postings.num_terms != len(terms):
+        raise PackageFormatError("postings.bin does not match the catalog and term list")
+    analyzer = Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon)
+    return KnowledgePackage(
+        manifest=manifest,
+        documents=documents,
+        section_doc=section_doc,
+        sections=sections,
+        term_ids={term: index for index, term in enumerate(terms)},
+        postings=postings,
+        analyzer=analyzer,
+        synonyms=[list(g) for g in catalog.get("synonyms", [])],
+        byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
+    )
+
+
+def _decode_catalog(catalog: dict[str, Any]) -> tuple[list[Document], list[Section], list[int]]:
+    try:
+        sections = [
+            Section(
+                section_id=s["id"],
+                heading=s["heading"],
+                level=s["level"],
+                text=s["text"],
+                line=s["line"],
+                explicit_id=s["explicit"],
+                links=[Link(s["id"], target, label, s["line"]) for target, label in s["links"]],
+                flags=list(s["flags"]),
+            )
+            for s in catalog["sections"]
+        ]
+        section_doc = [int(s["doc"]) for s in catalog["sections"]]
+        documents = []
+        for d in catalog["documents"]:
+            first, end = d["sections"]
+            documents.append(
+                Document(
+                    semantic_id=d["id"],
+                    title=d["title"],
+                    path=d["path"],
+                    description=d["description"],
+                    keywords=d["keywords"],
+                    aliases=d["aliases"],
+                    tenant=d["tenant"],
+                    trust=d["trust"],
+                    status=d["status"],
+                    version=d["version"],
+                    created_at=d["created_at"],
+                    updated_at=d["updated_at"],
+                    valid_from=d["valid_from"],
+                    valid_until=d["valid_until"],
+                    scope=d["scope"],
+                    facts=d["facts"],
+                    metadata=d["metadata"],
+                    sections=sections[first:end],
+                )
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PackageFormatError(f"catalog.json is malformed: {exc!r}") from exc
+    return documents, sections, section_doc
+
+
+def _exact_keys(package: KnowledgePackage) -> dict[str, list[ExactTarget]]:
+    """Folded id / section id / alias / title / fact address → targets (case-insensitive)."""
+    keys: dict[str, list[ExactTarget]] = {}
+
+    def add(key: str, target: ExactTarget) -> None:
+        keys.setdefault(fold(key).strip(), []).append(target)
+
+    for doc_index, doc in enumerate(package.documents):
+        add(doc.semantic_id, ExactTarget("document", doc_index))
+        add(doc.title, ExactTarget("title", doc_index))
+        for alias in doc.aliases:
+            add(alias, ExactTarget("alias", doc_index))
+        for name in doc.facts:
+            add(f"{doc.semantic_id}.{name}", ExactTarget("fact", doc_index, fact=name))
+    for section_index, section in enumerate(package.sections):
+        add(section.section_id, ExactTarget("section", package.section_doc[section_index], section_index))
+    return keys

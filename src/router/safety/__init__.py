@@ -1,0 +1,1 @@
+"""Safety checks on knowledge text (content is data, never instructions)."""

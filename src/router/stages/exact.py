@@ -1,0 +1,71 @@
+"""Stage — exact resolution of semantic ids, section ids, aliases, titles and fact addresses (PRD §7, §13).
+
+Why first: when the question *is* an id ("workPermit.validity") or names one, the answer is known
+without ranking; it is also how the UI's focus ("explique este campo") resolves to a section.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from router.analysis.text import fold
+from router.package.reader import ExactTarget, KnowledgePackage
+from router.stages.normalizer import NormalizedQuery
+
+__all__ = ["ExactHit", "resolve_context", "resolve_exact"]
+
+_LEADING_QUESTION = re.compile(
+    r"^(o que (e|sao|significa|quer dizer)|que e|qual (e|o significado de)|explique|explica|"
+    r"defina|definicao de|significado de|what is|what are|define)\s+(o |a |os |as |um |uma )?"
+)
+_ID_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?:[.#][A-Za-z][A-Za-z0-9_-]*)+")
+
+
+@dataclass(frozen=True)
+class ExactHit:
+    """A resolved key: which target and through which key and source."""
+
+    target: ExactTarget
+    key: str
+    source: str  # "exact" | "context"
+
+
+def resolve_exact(package: KnowledgePackage, query: NormalizedQuery) -> list[ExactHit]:
+    """Targets named by the whole query, by the query minus a question lead, or by an id in it."""
+    keys = [query.folded]
+    stripped = _LEADING_QUESTION.sub("", query.folded).strip()
+    if stripped and stripped != query.folded:
+        keys.append(stripped)
+    keys += [fold(m.group()) for m in _ID_LIKE.finditer(query.text)]
+    hits: list[ExactHit] = []
+    seen: set[tuple[str, int, int | None, str | None]] = set()
+    for key in keys:
+        for target in package.exact.get(key, ()):
+            ident = (target.kind, target.doc_index, target.section_index, target.fact)
+            if ident not in seen:
+                seen.add(ident)
+                hits.append(ExactHit(target, key, "exact"))
+    return hits
+
+
+def resolve_context(
+    package: KnowledgePackage, focus: str | None, page: str | None, tab: str | None
+) -> list[ExactHit]:
+    """What a deictic question ("explique este campo") points at: the focus, else page+tab."""
+    if focus:
+        targets = package.exact.get(fold(focus), [])
+        hits = [ExactHit(t, focus, "context") for t in targets if t.kind in ("document", "section")]
+        if hits:
+            return hits
+    if not page:
+        return []
+    page_key, tab_key = fold(page), fold(tab) if tab else None
+    hits = []
+    for doc_index, doc in enumerate(package.documents):
+        if fold(doc.scope.get("page", "")) != page_key:
+            continue
+        if tab_key is not None and fold(doc.scope.get("tab", "")) != tab_key:
+            continue
+        hits.append(ExactHit(ExactTarget("document", doc_index), page, "context"))
+    return hits

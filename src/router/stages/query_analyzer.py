@@ -1,0 +1,116 @@
+"""Stage 2 — query analyzer: terms, task type and intent (knowledge vs agentic) (PRD §6).
+
+Why rules and not a model: the decision must be instant, explainable and identical in the
+Worker; an imperative verb ("crie", "aprove") or a request to act ("quero cancelar") marks a
+potential action for the future Intent Engine, a question word marks a knowledge need.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from router.analysis.analyzer import Analyzer
+from router.stages.normalizer import NormalizedQuery
+
+__all__ = ["QueryFeatures", "analyze_query"]
+
+# Imperatives (3rd-person/você forms) of verbs that change state in an application.
+_IMPERATIVES = frozenset(
+    "crie cria gere abra emita registre cadastre inclua adicione aprove aprova reprove rejeite "
+    "cancele cancela exclua apague delete remova edite altere atualize mude troque renove "
+    "prorrogue assine feche encerre envie mande agende marque notifique baixe exporte imprima "
+    "defina configure ative desative bloqueie desbloqueie libere suspenda reative atribua "
+    "designe transfira anexe submeta solicite faca faça preencha salve duplique".split()
+)
+_ACTION_INFINITIVES = frozenset(
+    "criar gerar abrir emitir registrar cadastrar incluir adicionar aprovar reprovar rejeitar "
+    "cancelar excluir apagar deletar remover editar alterar atualizar mudar trocar renovar "
+    "prorrogar assinar fechar encerrar enviar mandar agendar marcar notificar baixar exportar "
+    "imprimir definir configurar ativar desativar bloquear desbloquear liberar suspender "
+    "reativar atribuir designar transferir anexar submeter solicitar preencher salvar".split()
+)
+_REQUEST_LEADS = (
+    "quero", "preciso", "gostaria de", "pode", "podes", "poderia", "consegue", "voce pode",
+    "você pode", "por favor", "favor", "me ajude a", "vamos",
+)  # fmt: skip
+_QUESTION_WORDS = frozenset(
+    "como o que qual quais quando onde quem quanto quanta quantos quantas porque por "
+    "existe existem posso devo pode".split()
+)
+_DEICTIC = re.compile(
+    r"\b(isso|isto|aquilo|este campo|esse campo|esta aba|essa aba|esta tela|essa tela|"
+    r"esta pagina|essa pagina|este botao|esse botao|este item|esse item|aqui|desse campo|"
+    r"deste campo|dessa aba|desta aba|desta tela|dessa tela|this field|this tab|this page)\b"
+)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    """What the analyzer learned about the question."""
+
+    terms: list[str]
+    intent: str  # "knowledge" | "agentic"
+    potential_action: bool
+    task_type: str
+    complexity: str
+    short_query: bool
+    deictic: bool
+    value_question: bool
+
+
+def analyze_query(query: NormalizedQuery, analyzer: Analyzer) -> QueryFeatures:
+    terms = analyzer.terms(query.text)
+    words = _WORD.findall(query.folded)
+    potential_action = _is_action_request(query.folded, words)
+    task_type = _task_type(query.folded, words)
+    return QueryFeatures(
+        terms=terms,
+        intent="agentic" if potential_action else "knowledge",
+        potential_action=potential_action,
+        task_type=task_type,
+        complexity="low" if len(terms) <= 4 else "medium" if len(terms) <= 12 else "high",
+        short_query=len(terms) <= 2,
+        deictic=_DEICTIC.search(query.folded) is not None,
+        value_question=task_type == "structured_numeric"
+        or bool(re.match(r"^(qual|quais|quem|quando)\b", query.folded)),
+    )
+
+
+def _is_action_request(folded: str, words: list[str]) -> bool:
+    if not words:
+        return False
+    rest = folded
+    for lead in _REQUEST_LEADS:
+        if rest.startswith(lead + " "):
+            rest = rest[len(lead) + 1 :]
+    rest_words = _WORD.findall(rest)
+    if not rest_words:
+        return False
+    first = rest_words[0]
+    if first in _IMPERATIVES:
+        return True
+    led = rest != folded
+    if led and first in _ACTION_INFINITIVES:
+        return True
+    # "me ajude a criar", "quero que você aprove"
+    if led and first in ("que", "voce", "você") and any(w in _IMPERATIVES for w in rest_words[:3]):
+        return True
+    return words[0] not in _QUESTION_WORDS and first in _ACTION_INFINITIVES and len(words) > 2
+
+
+def _task_type(folded: str, words: list[str]) -> str:
+    if re.search(r"\b(diferenca|diferencas|versus|vs|comparar|compare|comparacao)\b", folded):
+        return "comparative"
+    if re.match(r"^(quanto|quanta|quantos|quantas)\b", folded) or re.search(
+        r"\b(prazo|validade|quantos dias|quantas horas|qual o valor|percentual|limite)\b", folded
+    ):
+        return "structured_numeric"
+    if re.match(r"^(como|de que forma|qual o procedimento|quais os passos)\b", folded):
+        return "procedural"
+    if re.match(r"^(por que|porque|por qual motivo)\b", folded):
+        return "analytical"
+    if len(words) <= 2:
+        return "exploratory"
+    return "factual"
