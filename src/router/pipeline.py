@@ -87,6 +87,7 @@ def run_query(
 
     exact = [h for h in resolve_exact(package, query) if h.target.doc_index in visible]
     if not exact and (features.deictic or not features.terms):
+        # "explique este campo": the UI context names what the question points at
         exact = [
             h
             for h in resolve_context(package, request.focus, request.page, request.tab)
@@ -111,7 +112,11 @@ def run_query(
     )
     confidence = _confidence(exact, lexical)
     level = confidence_level(confidence, config) if not exact else "HIGH"
-    abstained = not exact and (not ranked or lexical.value < config.abstain_below)
+    abstained = not exact and (
+        not ranked
+        or lexical.value < config.abstain_below
+        or lexical.coverage < config.min_coverage
+    )
     trace.stage(
         "confidence",
         coverage=round(lexical.coverage, 3),

@@ -38,10 +38,10 @@ _QUESTION_WORDS = frozenset(
     "como o que qual quais quando onde quem quanto quanta quantos quantas porque por "
     "existe existem posso devo pode".split()
 )
+# Demonstratives point at what is on screen ("este campo", "nesta aba", "isso"): a closed class.
 _DEICTIC = re.compile(
-    r"\b(isso|isto|aquilo|este campo|esse campo|esta aba|essa aba|esta tela|essa tela|"
-    r"esta pagina|essa pagina|este botao|esse botao|este item|esse item|aqui|desse campo|"
-    r"deste campo|dessa aba|desta aba|desta tela|dessa tela|this field|this tab|this page)\b"
+    r"\b(?:n|d)?(?:este|esta|esse|essa|estes|estas|esses|essas|isto|isso|aquilo)\b|\baqui\b|"
+    r"\bthis (?:field|tab|page|screen)\b"
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

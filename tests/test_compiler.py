@@ -1,0 +1,52 @@
+"""The compiled package: reproducible bytes, manifest hashes, integrity on load."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from router.compile.build import BuildResult, build_knowledge
+from router.errors import IntegrityError, PackageFormatError
+from router.package.manifest import ARTIFACT_NAMES, sha256_hex
+from router.package.reader import load_package
+from tests.conftest import KNOWLEDGE
+
+
+def test_same_input_gives_byte_identical_package(built: BuildResult) -> None:
+    again = build_knowledge(KNOWLEDGE).package
+    assert again.files() == built.package.files()
+    assert again.knowledge_version == built.package.knowledge_version
+
+
+def test_manifest_describes_every_artifact(built: BuildResult) -> None:
+    manifest = json.loads(built.package.files()["manifest.json"])
+    assert manifest["format_version"] == 1
+    assert manifest["analyzer"]["language"] == "portuguese"
+    assert manifest["bm25"] == {"method": "lucene", "k1": 1.5, "b": 0.75}
+    assert manifest["counts"]["documents"] >= 60
+    for name in ARTIFACT_NAMES:
+        blob = built.package.artifacts[name]
+        assert manifest["artifacts"][name] == {"sha256": sha256_hex(blob), "bytes": len(blob)}
+
+
+def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:
+    files = dict(built.package.files())
+    damaged = bytearray(files["postings.bin"])
+    damaged[100] ^= 0xFF
+    with pytest.raises(IntegrityError):
+        load_package(files["manifest.json"], {**files, "postings.bin": bytes(damaged)}.__getitem__)
+    with pytest.raises(IntegrityError):
+        load_package(files["manifest.json"], {**files, "catalog.json": b"{}"}.__getitem__)
+    with pytest.raises(PackageFormatError):
+        load_package(b"{not json", files.__getitem__)
+
+
+def test_every_change_of_content_changes_the_version(built: BuildResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    copy = tmp_path / "kb"
+    shutil.copytree(KNOWLEDGE, copy)
+    target = next(copy.rglob("*.md"))
+    target.write_text(target.read_text(encoding="utf-8") + "\nLinha nova.\n", encoding="utf-8")
+    assert build_knowledge(copy).package.knowledge_version != built.package.knowledge_version
