@@ -1,0 +1,51 @@
+"""The ``kr`` CLI end to end on the local state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kr.cli import main
+from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
+
+
+def test_build_then_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = str(tmp_path / "state")
+    assert main(["build", str(KNOWLEDGE), "--state", state]) == 0
+    assert "active" in capsys.readouterr().out
+    assert main(["query", "O que é APR?", "--state", state, "--json"]) == 0
+    response = json.loads(capsys.readouterr().out)
+    assert response["results"][0]["doc_id"] == "apr"
+    assert response["citations"]
+    assert main(["query", "Qual a capital da França?", "--state", state, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["abstained"] is True
+
+
+def test_build_reports_file_and_line_and_strict_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = tmp_path / "kb"
+    write_doc(kb, "ok.md", "---\nsemanticId: ok\ntitle: Ok\n---\nTexto.\n")
+    write_doc(kb, "bad.md", "---\nsemanticId: ok..x\ntitle: Bad\n---\n")
+    state = str(tmp_path / "state")
+    assert main(["build", str(kb), "--state", state]) == 0
+    assert "bad.md:2: malformed semanticId" in capsys.readouterr().err
+    assert main(["build", str(kb), "--state", state, "--strict"]) == 2
+
+
+def test_query_without_a_build_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["query", "APR", "--state", str(tmp_path / "none")]) == 1
+    assert "no_active_version" in capsys.readouterr().err
+
+
+def test_eval_prints_the_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = str(tmp_path / "state")
+    main(["build", str(KNOWLEDGE), "--state", state])
+    capsys.readouterr()
+    assert main(["eval", str(GOLDEN), "--state", state, "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)["overall"]
+    assert {"hit@1", "hit@3", "mrr", "abstention_acc"} <= set(metrics)
