@@ -46,9 +46,7 @@ def ask(package: KnowledgePackage):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def state(tmp_path: Path, built: BuildResult) -> Iterator[LocalState]:
     local = LocalState(tmp_path / "state")
-    asyncio.run(
-        publish_package(built.package.files(), local.blobs, local.kv, local.relational)
-    )
+    asyncio.run(publish_package(built.package.files(), local.blobs, local.kv, local.relational))
     yield local
     shutil.rmtree(tmp_path / "state", ignore_errors=True)
 

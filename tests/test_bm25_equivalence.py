@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from tests.conftest import SHARED_DATA
 
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
 from router.compile.indexer import BuildConfig, compile_documents, section_index_text
 from router.package.reader import load_package
 from router.stages.bm25 import bm25_scores, term_ids, top_k
-from tests.conftest import SHARED_DATA
 
 SCIFACT = SHARED_DATA / "scifact"
 TOLERANCE = 1e-4  # bm25s sums float32 impacts; the Worker sums them as float64

@@ -6,12 +6,12 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from tests.conftest import write_doc
 
 from router.compile.build import build_knowledge
 from router.compile.corpus import load_knowledge
 from router.errors import KnowledgeFormatError
 from router.knowledge.parser import parse_document
-from tests.conftest import write_doc
 
 GOOD = """---
 semanticId: workPermit.components
@@ -88,7 +88,7 @@ def test_bad_file_is_skipped_unless_strict(tmp_path: Path) -> None:
         "error: sub/bad.md:1: missing required key 'semanticId'"
     ]
     assert result.corpus.synonyms == [["PT", "permissão de trabalho"]]
-    with pytest.raises(KnowledgeFormatError, match="sub/bad.md:1"):
+    with pytest.raises(KnowledgeFormatError, match=r"sub/bad\.md:1"):
         build_knowledge(tmp_path, strict=True)
 
 

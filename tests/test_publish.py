@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from tests.conftest import write_doc
 
 from router.adapters.local.state import LocalState
 from router.compile.build import BuildResult, build_knowledge
@@ -14,7 +15,6 @@ from router.errors import IntegrityError, NoActiveVersionError, PackageFormatErr
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY
 from router.publisher import publish_package
 from router.service import KnowledgeService, package_key
-from tests.conftest import write_doc
 
 
 def _second_package(tmp_path: Path) -> BuildResult:
@@ -41,7 +41,9 @@ def test_republishing_is_idempotent(state: LocalState, built: BuildResult) -> No
     files = built.package.files()
     asyncio.run(publish_package(files, state.blobs, state.kv, state.relational))
     version = built.package.knowledge_version
-    assert state.relational.count("documents", version) == built.package.manifest.counts["documents"]
+    assert (
+        state.relational.count("documents", version) == built.package.manifest.counts["documents"]
+    )
 
 
 def test_activation_switches_versions_and_remembers_the_previous(

@@ -23,7 +23,8 @@ def test_what_is_apr_answers_with_a_citation(ask) -> None:  # type: ignore[no-un
 
 
 @pytest.mark.parametrize(
-    "query", ["workPermit.components.equipment.validity", "WORKPERMIT.COMPONENTS.EQUIPMENT.VALIDITY"]
+    "query",
+    ["workPermit.components.equipment.validity", "WORKPERMIT.COMPONENTS.EQUIPMENT.VALIDITY"],
 )
 def test_section_id_resolves_exactly(ask, query: str) -> None:  # type: ignore[no-untyped-def]
     top = ask(query).results[0]
@@ -116,9 +117,7 @@ def test_injected_instructions_are_flagged_and_never_quoted(ask) -> None:  # typ
 
 
 def test_context_focus_resolves_a_deictic_question(ask) -> None:  # type: ignore[no-untyped-def]
-    response = ask(
-        "explique este campo", page="app.page.profile", focus="app.page.profile.pin"
-    )
+    response = ask("explique este campo", page="app.page.profile", focus="app.page.profile.pin")
     assert response.results[0].section_id == "app.page.profile.pin"
     assert response.results[0].scores.get("context") == 1.0
 

@@ -104,8 +104,10 @@ async def _query(args: argparse.Namespace) -> int:
         print(response.model_dump_json(indent=2))
         return 0
     print(response.answer)
-    print(f"\nconfidence {response.confidence_level} ({response.confidence:.2f}) · "
-          f"intent {response.analysis.intent} · {response.knowledge_version}")
+    print(
+        f"\nconfidence {response.confidence_level} ({response.confidence:.2f}) · "
+        f"intent {response.analysis.intent} · {response.knowledge_version}"
+    )
     for rank, result in enumerate(response.results, start=1):
         print(f"{rank:>2}. {result.section_id}  {result.final_score:.3f}  {result.title}")
     return 0

@@ -92,7 +92,8 @@ def load_golden(path: str | Path) -> list[GoldenQuery]:
 
 
 async def evaluate(queries: Iterable[GoldenQuery], answer: Answerer) -> EvalReport:
-    from ranx import Qrels, Run, evaluate as ranx_evaluate
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
 
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}

@@ -1,4 +1,4 @@
-"""The HTTP/API contract (seeds/004): QueryRequest, QueryAnalysis and QueryResponse as pydantic models.
+"""The API contract (seeds/004): QueryRequest, QueryAnalysis, QueryResponse as pydantic models.
 
 Why pydantic here: the same models validate requests in ``kr serve``, in the Worker and in the CLI,
 and they produce the OpenAPI schema; a bad request becomes a 4xx with a JSON error, never a crash.
@@ -30,6 +30,13 @@ Strategy = Literal[
     "direct_answer", "simple_rag", "enriched_rag", "multi_backend_agent", "clarify_first",
     "safe_decline",
 ]  # fmt: skip
+Source = Literal["docs", "sql", "api", "graph"]
+
+
+def _docs_only() -> list[Source]:
+    return ["docs"]
+
+
 _CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.#/:-]{0,199}$"
 
 
@@ -69,7 +76,7 @@ class QueryAnalysis(BaseModel):
     complexity: Literal["low", "medium", "high"]
     requires_structured_data: bool = False
     requires_multi_source: bool = False
-    sources: list[Literal["docs", "sql", "api", "graph"]] = Field(default_factory=lambda: ["docs"])
+    sources: list[Source] = Field(default_factory=_docs_only)
     latency_tier: Literal["fast", "normal", "quality"] = "normal"
     risk_level: Literal["low", "medium", "high"] = "low"
     strategy: Strategy

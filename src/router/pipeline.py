@@ -113,9 +113,7 @@ def run_query(
     confidence = _confidence(exact, lexical)
     level = confidence_level(confidence, config) if not exact else "HIGH"
     abstained = not exact and (
-        not ranked
-        or lexical.value < config.abstain_below
-        or lexical.coverage < config.min_coverage
+        not ranked or lexical.value < config.abstain_below or lexical.coverage < config.min_coverage
     )
     trace.stage(
         "confidence",

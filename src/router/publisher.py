@@ -14,8 +14,13 @@ from typing import Any
 
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import load_package
-from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, BlobStore, KeyValueStore
-from router.ports import RelationalStore
+from router.ports import (
+    ACTIVE_VERSION_KEY,
+    PREVIOUS_VERSION_KEY,
+    BlobStore,
+    KeyValueStore,
+    RelationalStore,
+)
 from router.service import package_key
 
 __all__ = ["activate", "catalog_rows", "publish_package"]

@@ -24,7 +24,9 @@ class BeirCollection:
     qrels: dict[str, dict[str, int]]
 
 
-def load_beir(folder: str | Path, split: str = "test", corpus_file: str = "corpus.jsonl") -> BeirCollection:
+def load_beir(
+    folder: str | Path, split: str = "test", corpus_file: str = "corpus.jsonl"
+) -> BeirCollection:
     base = Path(folder)
     documents = []
     with (base / corpus_file).open(encoding="utf-8") as handle:
@@ -32,9 +34,13 @@ def load_beir(folder: str | Path, split: str = "test", corpus_file: str = "corpu
             row = json.loads(line)
             text = "\n".join(p for p in (row.get("title", ""), row.get("text", "")) if p)
             doc_id = str(row["_id"])
-            section = Section(section_id=doc_id, heading=row.get("title", ""), level=1, text=text, line=1)
+            section = Section(
+                section_id=doc_id, heading=row.get("title", ""), level=1, text=text, line=1
+            )
             documents.append(
-                Document(semantic_id=doc_id, title=row.get("title", ""), path=doc_id, sections=[section])
+                Document(
+                    semantic_id=doc_id, title=row.get("title", ""), path=doc_id, sections=[section]
+                )
             )
     queries = {}
     with (base / "queries.jsonl").open(encoding="utf-8") as handle:

@@ -151,6 +151,9 @@ def _check_links(corpus: KnowledgeCorpus) -> None:
                 if link.target.casefold() not in known:
                     corpus.diagnostics.append(
                         Diagnostic(
-                            "warning", doc.path, link.line, f"wikilink to unknown id {link.target!r}"
+                            "warning",
+                            doc.path,
+                            link.line,
+                            f"wikilink to unknown id {link.target!r}",
                         )
                     )

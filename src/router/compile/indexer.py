@@ -25,7 +25,13 @@ from router.package.manifest import Manifest, dumps_json
 from router.package.postings import encode_postings
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
 
-__all__ = ["BM25Params", "BuildConfig", "CompiledPackage", "compile_documents", "section_index_text"]
+__all__ = [
+    "BM25Params",
+    "BuildConfig",
+    "CompiledPackage",
+    "compile_documents",
+    "section_index_text",
+]
 
 
 @dataclass(frozen=True)
@@ -113,9 +119,7 @@ def compile_documents(
     return CompiledPackage(manifest, artifacts)
 
 
-def build_accent_lexicon(
-    texts: Iterable[str], config: AnalyzerConfig, stem: Any
-) -> dict[str, str]:
+def build_accent_lexicon(texts: Iterable[str], config: AnalyzerConfig, stem: Any) -> dict[str, str]:
     """Map each accent-stripped word form to the stem of its accented spelling in the corpus.
 
     ``permissao`` (typed without accents) → stem of ``permissão``; the most frequent accented
@@ -143,7 +147,9 @@ def check_stemmer_equality(words: Iterable[str], config: AnalyzerConfig) -> None
     differing = sorted(w for w in words if build.surface_stem(w) != runtime.surface_stem(w))
     if differing:
         sample = ", ".join(differing[:10])
-        raise ConfigError(f"PyStemmer and snowballstemmer differ on {len(differing)} words: {sample}")
+        raise ConfigError(
+            f"PyStemmer and snowballstemmer differ on {len(differing)} words: {sample}"
+        )
 
 
 def _pystemmer(language: str) -> Any:
@@ -174,7 +180,8 @@ def _bm25_impacts(
 
 
 def _catalog(documents: Sequence[Document], synonyms: Sequence[Sequence[str]]) -> dict[str, Any]:
-    docs, sections = [], []
+    docs: list[dict[str, Any]] = []
+    sections: list[dict[str, Any]] = []
     for doc_index, doc in enumerate(documents):
         first = len(sections)
         for section in doc.sections:

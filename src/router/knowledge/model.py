@@ -11,8 +11,8 @@ from typing import Any
 
 __all__ = [
     "ALL_TENANTS",
-    "TRUST_LEVELS",
     "DOCUMENT_STATUSES",
+    "TRUST_LEVELS",
     "Document",
     "Link",
     "Section",

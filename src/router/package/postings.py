@@ -1,4 +1,4 @@
-"""Encoder and decoder of ``postings.bin``, the compiled BM25 impacts (format: docs/index-format.md).
+"""Encoder and decoder of ``postings.bin``, the compiled BM25 impacts (docs/index-format.md).
 
 Why this layout: the Worker must start fast without numpy, so the file is three little-endian
 arrays read with ``memoryview.cast`` — no parsing loop, no copy:
@@ -78,7 +78,7 @@ def _view(view: memoryview, offset: int, count: int, typecode: str) -> tuple[Seq
     end = offset + 4 * count
     chunk = view[offset:end]
     if sys.byteorder == "little":
-        return chunk.cast(typecode), end
+        return chunk.cast(typecode), end  # type: ignore[call-overload]
     swapped = array(typecode, chunk.tobytes())
     swapped.byteswap()
     return swapped, end

@@ -156,5 +156,8 @@ def _exact_keys(package: KnowledgePackage) -> dict[str, list[ExactTarget]]:
         for name in doc.facts:
             add(f"{doc.semantic_id}.{name}", ExactTarget("fact", doc_index, fact=name))
     for section_index, section in enumerate(package.sections):
-        add(section.section_id, ExactTarget("section", package.section_doc[section_index], section_index))
+        add(
+            section.section_id,
+            ExactTarget("section", package.section_doc[section_index], section_index),
+        )
     return keys

@@ -1,4 +1,4 @@
-"""Stage — the answer without an LLM: a direct fact, or an extractive quote with citations (PRD §33).
+"""Stage — answer without an LLM: a direct fact, or an extractive quote with citations (§33).
 
 Why extractive: every sentence of the answer is quoted from a retrieved section and cited, so
 nothing is invented; sentences that read like instructions (prompt injection) are never quoted
@@ -48,7 +48,7 @@ def format_value(value: FactValue) -> str:
 
 
 def fact_answer(doc: Document, name: str, value: FactValue, support: str | None) -> str:
-    """"<title> — <fact>: <value>." plus the sentence of the document that states it."""
+    """ "<title> — <fact>: <value>." plus the sentence of the document that states it."""
     answer = f"{doc.title} — {name}: {format_value(value)}."
     if support:
         answer += f" {support}"

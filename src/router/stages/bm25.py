@@ -43,7 +43,9 @@ def top_k(
     scores: dict[int, float], k: int, allowed: Collection[int] | None = None
 ) -> list[tuple[int, float]]:
     """The k best (section, score) pairs, best first; ties keep the lower section number first."""
-    items = scores.items() if allowed is None else ((s, v) for s, v in scores.items() if s in allowed)
+    items = (
+        scores.items() if allowed is None else ((s, v) for s, v in scores.items() if s in allowed)
+    )
     return heapq.nlargest(k, items, key=_score_then_lower_section)
 
 

@@ -1,4 +1,4 @@
-"""Stage — exact resolution of semantic ids, section ids, aliases, titles and fact addresses (PRD §7, §13).
+"""Stage — exact resolution of ids, section ids, aliases, titles and fact addresses (PRD §7, §13).
 
 Why first: when the question *is* an id ("workPermit.validity") or names one, the answer is known
 without ranking; it is also how the UI's focus ("explique este campo") resolves to a section.

@@ -123,7 +123,8 @@ class SqliteRelationalStore:
         with self._connect() as db:
             db.execute("DELETE FROM knowledge_versions WHERE version = ?", (version,))
             db.execute(
-                "INSERT INTO knowledge_versions (version, format_version, manifest) VALUES (?, 1, ?)",
+                "INSERT INTO knowledge_versions (version, format_version, manifest) "
+                "VALUES (?, 1, ?)",
                 (version, manifest.decode()),
             )
             for table, table_rows in rows.items():
