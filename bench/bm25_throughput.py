@@ -21,7 +21,7 @@ from router.compile.indexer import BuildConfig, compile_documents, section_index
 from router.contract import QueryRequest
 from router.package.reader import load_package
 from router.pipeline import run_query
-from router.stages.bm25 import bm25_scores, term_ids, top_k
+from router.stages.bm25 import bm25_top_k, term_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
@@ -46,12 +46,16 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     tokenized = [package.analyzer.terms(q) for q in queries]
     size = sum(len(b) for b in files.values())
     print(f"SciFact: {len(collection.documents)} docs, {len(queries)} test queries")
-    print(f"  build {build_s:.1f} s ({1000 * build_s / len(collection.documents):.2f} s per 1k docs)")
+    print(
+        f"  build {build_s:.1f} s ({1000 * build_s / len(collection.documents):.2f} s per 1k docs)"
+    )
     print(f"  package {size / 1e6:.1f} MB, {compiled.manifest.counts['postings']} postings")
+
+    bounds: dict[int, float] = {}  # per-term max impact, memoised as in the Worker
 
     def ours() -> None:
         for tokens in tokenized:
-            top_k(bm25_scores(package.postings, term_ids(tokens, package.term_ids)), K)
+            bm25_top_k(package.postings, term_ids(tokens, package.term_ids), K, None, bounds)
 
     import bm25s
     import numpy as np

@@ -19,6 +19,7 @@ def _get_app() -> Any:
     global _app
     if _app is None:
         from router.adapters.cloudflare import service_from_env  # type: ignore[import-not-found]
+
         from router.api.app import create_app
 
         _app = create_app(lambda request: service_from_env(request.scope["env"]))

@@ -9,7 +9,7 @@ from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
 from router.compile.indexer import BuildConfig, compile_documents, section_index_text
 from router.package.reader import load_package
-from router.stages.bm25 import bm25_scores, term_ids, top_k
+from router.stages.bm25 import bm25_top_k, term_ids
 
 SCIFACT = SHARED_DATA / "scifact"
 TOLERANCE = 1e-4  # bm25s sums float32 impacts; the Worker sums them as float64
@@ -36,7 +36,7 @@ def test_top10_ids_and_scores_equal_bm25s_on_scifact() -> None:
     compared = 0
     for text in collection.queries.values():
         tokens = package.analyzer.terms(text)
-        ours = top_k(bm25_scores(package.postings, term_ids(tokens, package.term_ids)), 10)
+        ours = bm25_top_k(package.postings, term_ids(tokens, package.term_ids), 10)
         known = [t for t in tokens if t in reference.vocab_dict]
         if not known:
             assert ours == []

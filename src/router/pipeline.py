@@ -28,7 +28,7 @@ from router.stages.answer import (
     fact_answer,
     supporting_sentence,
 )
-from router.stages.bm25 import bm25_scores, term_ids, top_k
+from router.stages.bm25 import bm25_top_k, term_ids
 from router.stages.confidence import LexicalConfidence, confidence_level, lexical_confidence
 from router.stages.exact import ExactHit, resolve_context, resolve_exact
 from router.stages.facts import FactMatch, best_fact
@@ -96,10 +96,12 @@ def run_query(
     trace.stage("exact", hits=[_describe_hit(package, h) for h in exact])
 
     ids = term_ids(features.terms, package.term_ids)
-    ranked = top_k(
-        bm25_scores(package.postings, ids) if ids else {},
+    ranked = bm25_top_k(
+        package.postings,
+        ids,
         config.bm25_candidates,
         visible_sections(package, visibility),
+        package.impact_bounds,
     )
     trace.stage(
         "bm25",

@@ -48,6 +48,7 @@ class KnowledgePackage:
     synonyms: list[list[str]] = field(default_factory=list)
     exact: dict[str, list[ExactTarget]] = field(default_factory=dict)
     byte_size: int = 0
+    impact_bounds: dict[int, float] = field(default_factory=dict)  # term → max impact, memoised
 
     @property
     def version(self) -> str:

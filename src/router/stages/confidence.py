@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from router.config import RouterConfig
 from router.package.reader import KnowledgePackage
+from router.stages.bm25 import max_impact
 
 __all__ = ["LexicalConfidence", "confidence_level", "lexical_confidence"]
 
@@ -35,7 +36,11 @@ def lexical_confidence(
     if not distinct or section is None:
         return LexicalConfidence(0.0, 0.0, 0.0, [], unknown)
     matched = [t for t in distinct if t in package.term_ids and _contains(package, t, section)]
-    ideal = sum(_max_impact(package, package.term_ids[t]) for t in terms if t in package.term_ids)
+    ideal = sum(
+        max_impact(package.postings, package.term_ids[t], package.impact_bounds)
+        for t in terms
+        if t in package.term_ids
+    )
     coverage = len(matched) / len(distinct)
     strength = min(1.0, score / ideal) if ideal > 0 else 0.0
     value = coverage * (0.5 + 0.5 * strength)
@@ -58,13 +63,3 @@ def _contains(package: KnowledgePackage, term: str, section: int) -> bool:
     start, end = postings.indptr[term_id], postings.indptr[term_id + 1]
     at = bisect_left(postings.section_ids, section, start, end)
     return at < end and postings.section_ids[at] == section
-
-
-def _max_impact(package: KnowledgePackage, term_id: int) -> float:
-    cache: dict[int, float] = package.__dict__.setdefault("_max_impact", {})
-    found = cache.get(term_id)
-    if found is None:
-        start, end = package.postings.indptr[term_id], package.postings.indptr[term_id + 1]
-        found = max(package.postings.scores[start:end], default=0.0)
-        cache[term_id] = found
-    return found
