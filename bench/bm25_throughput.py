@@ -51,11 +51,9 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     )
     print(f"  package {size / 1e6:.1f} MB, {compiled.manifest.counts['postings']} postings")
 
-    bounds: dict[int, float] = {}  # per-term max impact, memoised as in the Worker
-
     def ours() -> None:
         for tokens in tokenized:
-            bm25_top_k(package.postings, term_ids(tokens, package.term_ids), K, None, bounds)
+            bm25_top_k(package.postings, term_ids(tokens, package.term_ids), K)
 
     import bm25s
     import numpy as np

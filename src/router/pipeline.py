@@ -101,7 +101,6 @@ def run_query(
         ids,
         config.bm25_candidates,
         visible_sections(package, visibility),
-        package.impact_bounds,
     )
     trace.stage(
         "bm25",
