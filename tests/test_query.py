@@ -128,3 +128,9 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
     stages = response.trace["stages"]
     assert list(stages) == ["normalize", "analyze", "exact", "bm25", "confidence", "answer"]
     assert all(stage["ms"] >= 0 for stage in stages.values())
+
+
+def test_fact_citation_points_at_the_section_that_states_it(ask, package: KnowledgePackage) -> None:  # type: ignore[no-untyped-def]
+    citation = ask("apr.defaultValidityDays").citations[0]
+    section = next(s for s in package.sections if s.section_id == citation.section_id)
+    assert citation.passage in section.text and "30" in citation.passage

@@ -237,10 +237,8 @@ def _answer(
         return ABSTAIN_MESSAGE, [], "safe_decline"
     if fact is not None:
         doc = package.documents[fact.doc_index]
-        section = doc.sections[0]
-        support = next(
-            (s for s in (supporting_sentence(sec, fact.value) for sec in doc.sections) if s), None
-        )
+        stated = [(sec, supporting_sentence(sec, fact.value)) for sec in doc.sections]
+        section, support = next(((sec, s) for sec, s in stated if s), (doc.sections[0], None))
         citation = Citation(
             doc_id=doc.semantic_id,
             section_id=section.section_id,
