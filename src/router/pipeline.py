@@ -129,7 +129,7 @@ def run_query(
     results = [_result(package, c) for c in candidates[: request.top_k]]
     fact = None if abstained else _fact(package, exact, candidates, features)
     answer, citations, strategy = _answer(package, features, candidates, fact, config, abstained)
-    trace.stage("answer", kind=strategy, fact=f"{fact.name}" if fact else None)
+    trace.stage("answer", kind=strategy, fact=fact.name if fact else None)
 
     analysis = _analysis(features, strategy, confidence if not abstained else 0.0)
     return QueryResponse(

@@ -49,6 +49,7 @@ class KnowledgePackage:
     exact: dict[str, list[ExactTarget]] = field(default_factory=dict)
     byte_size: int = 0
     impact_bounds: dict[int, float] = field(default_factory=dict)  # term → max impact, memoised
+    visible_docs: dict[Any, frozenset[int]] = field(default_factory=dict)  # filter → doc indices
 
     @property
     def version(self) -> str:

@@ -32,7 +32,7 @@ class Visibility:
 
 def visible_documents(package: KnowledgePackage, visibility: Visibility) -> frozenset[int]:
     """Indices of the documents this query may see (cached per package and visibility)."""
-    cache: dict[Visibility, frozenset[int]] = package.__dict__.setdefault("_visible_docs", {})
+    cache = package.visible_docs
     found = cache.get(visibility)
     if found is None:
         found = frozenset(i for i, d in enumerate(package.documents) if visibility.admits(d))
