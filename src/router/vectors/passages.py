@@ -1,0 +1,29 @@
+"""The text each section is embedded from, shared by the build and the benchmarks.
+
+Why one function: section vectors are cached by the hash of this text, so the compiler, the
+benchmarks and any re-embedding job must produce exactly the same string for the same section.
+"""
+
+from __future__ import annotations
+
+from router.knowledge.model import Document, Section
+from router.knowledge.parser import strip_wikilinks
+
+__all__ = ["MAX_PASSAGE_CHARS", "passage_text"]
+
+MAX_PASSAGE_CHARS = 2000
+"""e5-small reads at most 512 tokens; 2,000 characters is about that for pt/en prose."""
+
+
+def passage_text(doc: Document, section: Section) -> str:
+    """Breadcrumb (document title › heading) then the section body without wikilink syntax."""
+    body = strip_wikilinks(section.text).strip()
+    first_line = body.split("\n", 1)[0].strip()
+    crumbs: list[str] = []
+    for crumb in (doc.title, section.heading):
+        crumb = crumb.strip()
+        if crumb and crumb not in crumbs and crumb != first_line:
+            crumbs.append(crumb)
+    head = " › ".join(crumbs)
+    text = f"{head}\n{body}" if head and body else head or body
+    return text[:MAX_PASSAGE_CHARS]
