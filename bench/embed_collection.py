@@ -28,7 +28,9 @@ def embed_collection(folder: Path, embedder: E5Embedder, cache: VectorCache) -> 
     for kind, texts in (("query", queries), ("passage", passages)):
         started, done = time.perf_counter(), 0
 
-        def progress(count: int, kind: str = kind, total: int = len(texts)) -> None:
+        def progress(
+            count: int, kind: str = kind, total: int = len(texts), started: float = started
+        ) -> None:
             nonlocal done
             done += count
             rate = done / (time.perf_counter() - started)

@@ -14,15 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "AgentKnowledgeContext",
     "Citation",
+    "ConfidenceLevel",
     "KnowledgeChunk",
     "KnowledgeReference",
-    "UiContext",
-    "ConfidenceLevel",
     "QueryAnalysis",
     "QueryRequest",
     "QueryResponse",
     "ResponseMetadata",
     "RetrievalResult",
+    "UiContext",
 ]
 
 MAX_QUERY_CHARS = 2000

@@ -78,7 +78,8 @@ class VectorCache:
         )
 
     def _append(self, keys: list[str], vectors: np.ndarray) -> None:
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(keys), self.dimensions)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        vectors = vectors.reshape(len(keys), self.dimensions)
         self._reconcile_rows()
         with self._rows_path.open("ab") as rows:
             rows.write(vectors.tobytes())
