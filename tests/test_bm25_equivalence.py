@@ -7,9 +7,10 @@ from tests.conftest import SHARED_DATA
 
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
-from router.compile.indexer import BuildConfig, compile_documents, section_index_text
+from router.compile.fields import section_fields
+from router.compile.indexer import BuildConfig, compile_documents
 from router.package.reader import load_package
-from router.stages.bm25 import bm25_top_k, term_ids
+from router.stages.bm25 import term_ids, top_k, weighted_scores
 
 SCIFACT = SHARED_DATA / "scifact"
 TOLERANCE = 1e-4  # bm25s sums float32 impacts; the Worker sums them as float64
@@ -21,13 +22,14 @@ def test_top10_ids_and_scores_equal_bm25s_on_scifact() -> None:
     import numpy as np
 
     collection = load_beir(SCIFACT)
-    config = BuildConfig(analyzer=AnalyzerConfig(language="english"))
+    # per-field layout: the body block alone is plain BM25 over the abstracts
+    config = BuildConfig(analyzer=AnalyzerConfig(language="english"), scoring="fields")
     compiled = compile_documents(collection.documents, config)
     files = compiled.files()
     package = load_package(files["manifest.json"], files.__getitem__)
 
     corpus_tokens = [
-        package.analyzer.terms(section_index_text(doc, doc.sections[0], True))
+        package.analyzer.terms(section_fields(doc, doc.sections[0], True)["body"])
         for doc in collection.documents
     ]
     reference = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
@@ -36,7 +38,8 @@ def test_top10_ids_and_scores_equal_bm25s_on_scifact() -> None:
     compared = 0
     for text in collection.queries.values():
         tokens = package.analyzer.terms(text)
-        ours = bm25_top_k(package.postings, term_ids(tokens, package.term_ids), 10)
+        ids = term_ids(tokens, package.term_ids)
+        ours = top_k(weighted_scores(package.blocks, ids, {"body": 1.0}), 10) if ids else []
         known = [t for t in tokens if t in reference.vocab_dict]
         if not known:
             assert ours == []

@@ -21,7 +21,7 @@ def test_same_input_gives_byte_identical_package(built: BuildResult) -> None:
 
 def test_manifest_describes_every_artifact(built: BuildResult) -> None:
     manifest = json.loads(built.package.files()["manifest.json"])
-    assert manifest["format_version"] == 1
+    assert manifest["format_version"] == 2
     assert manifest["analyzer"]["language"] == "portuguese"
     assert manifest["bm25"] == {"method": "lucene", "k1": 1.5, "b": 0.75}
     assert manifest["counts"]["documents"] >= 60

@@ -6,9 +6,13 @@ default here, tuned only on training data (the golden set, SciFact train).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
-__all__ = ["DEFAULT_TOP_K", "RouterConfig"]
+from router.package.fields import DEFAULT_FIELD_WEIGHTS
+
+__all__ = ["DEFAULT_TOP_K", "RetrievalBudget", "RouterConfig"]
 
 DEFAULT_TOP_K = 5
 # Candidate pool the BM25 stage keeps before filters and answer selection.
@@ -16,6 +20,9 @@ DEFAULT_BM25_CANDIDATES = 50
 # Confidence (0..1) at or above which a lexical result is HIGH / MEDIUM (PRD §20 start values).
 DEFAULT_HIGH_CONFIDENCE = 0.85
 DEFAULT_MEDIUM_CONFIDENCE = 0.60
+# How much strength and margin shape the lexical confidence (0 = ignored, 1 = multiplies fully).
+DEFAULT_STRENGTH_WEIGHT = 0.5
+DEFAULT_MARGIN_WEIGHT = 0.0
 # Below this confidence, or when the best section holds under this share of the question's
 # terms, the router abstains instead of returning the "least bad" passage (tuned on the golden set).
 DEFAULT_ABSTAIN_BELOW = 0.34
@@ -23,6 +30,40 @@ DEFAULT_MIN_COVERAGE = 0.5
 # Sentences quoted in an extractive answer, and how many sections they may come from.
 DEFAULT_ANSWER_SENTENCES = 3
 DEFAULT_ANSWER_SECTIONS = 2
+# Graph expansion (PRD §15): neighbours of the best few sections, depth 1, at most 10 nodes.
+DEFAULT_GRAPH_SEEDS = 3
+DEFAULT_GRAPH_DEPTH = 1
+DEFAULT_GRAPH_MAX_NODES = 10
+# Vector fallback: how many nearest sections to ask for, and the cosine similarity (e5-small) at
+# which a vector match alone is trusted enough not to abstain.
+DEFAULT_VECTOR_TOP_K = 50
+DEFAULT_VECTOR_MIN_SIMILARITY = 0.86
+# Fusion (PRD §18): reciprocal rank fusion constant, per-source weights (tuned on the golden set:
+# a source at weight 0 — keyword by default, graph always — annotates and appends, never votes).
+DEFAULT_RRF_K = 60
+DEFAULT_SOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"keyword": 0.0, "bm25": 1.0, "vector": 1.0}
+)
+# Adaptive top-K (PRD §22).
+DEFAULT_TOP_K_BY_LEVEL: Mapping[str, int] = MappingProxyType({"HIGH": 3, "MEDIUM": 8, "LOW": 15})
+# Trust ordering (PRD §37): multiplier of the fused score.
+DEFAULT_TRUST_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"official": 1.0, "verified": 0.95, "generated": 0.85, "draft": 0.7, "deprecated": 0.5}
+)
+# Context boost (PRD §12): relative boost of sections of the page / tab / focus documents.
+DEFAULT_CONTEXT_BOOST = 0.3
+# Query cache (PRD §30): entries kept per isolate.
+DEFAULT_CACHE_ENTRIES = 1024
+
+
+@dataclass(frozen=True)
+class RetrievalBudget:
+    """Upper bounds of one query (PRD §21); a query that hits one returns what it has."""
+
+    max_documents: int = 50
+    max_graph_nodes: int = DEFAULT_GRAPH_MAX_NODES
+    max_vector_results: int = DEFAULT_VECTOR_TOP_K
+    max_latency_ms: float = 150.0
 
 
 @dataclass(frozen=True)
@@ -31,9 +72,26 @@ class RouterConfig:
 
     top_k: int = DEFAULT_TOP_K
     bm25_candidates: int = DEFAULT_BM25_CANDIDATES
+    field_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_FIELD_WEIGHTS)
     high_confidence: float = DEFAULT_HIGH_CONFIDENCE
     medium_confidence: float = DEFAULT_MEDIUM_CONFIDENCE
+    strength_weight: float = DEFAULT_STRENGTH_WEIGHT
+    margin_weight: float = DEFAULT_MARGIN_WEIGHT
     abstain_below: float = DEFAULT_ABSTAIN_BELOW
     min_coverage: float = DEFAULT_MIN_COVERAGE
     answer_sentences: int = DEFAULT_ANSWER_SENTENCES
     answer_sections: int = DEFAULT_ANSWER_SECTIONS
+    graph_seeds: int = DEFAULT_GRAPH_SEEDS
+    graph_depth: int = DEFAULT_GRAPH_DEPTH
+    vector_top_k: int = DEFAULT_VECTOR_TOP_K
+    vector_min_similarity: float = DEFAULT_VECTOR_MIN_SIMILARITY
+    vector_fallback: bool = True  # False: lexical only; see also ``always_vector``
+    always_vector: bool = False  # True: every query reaches the vector stage (for comparison)
+    fusion: str = "rrf"  # "rrf" | "weighted"
+    rrf_k: int = DEFAULT_RRF_K
+    source_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_SOURCE_WEIGHTS)
+    top_k_by_level: Mapping[str, int] = field(default_factory=lambda: DEFAULT_TOP_K_BY_LEVEL)
+    trust_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_TRUST_WEIGHTS)
+    context_boost: float = DEFAULT_CONTEXT_BOOST
+    corrective_expansion: bool = True
+    budget: RetrievalBudget = field(default_factory=RetrievalBudget)

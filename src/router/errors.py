@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "EmbeddingModelError",
     "IntegrityError",
     "InvalidRequestError",
     "KnowledgeFormatError",
@@ -74,3 +75,10 @@ class NoActiveVersionError(RouterError):
 
     code = "no_active_version"
     http_status = 503
+
+
+class EmbeddingModelError(RouterError):
+    """The query embedder is not the model the package's vectors were computed with."""
+
+    code = "embedding_model_mismatch"
+    http_status = 409

@@ -12,10 +12,20 @@ from dataclasses import dataclass, field
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
 from router.errors import NoActiveVersionError, PackageFormatError
-from router.package.manifest import ARTIFACT_NAMES, MANIFEST_NAME
+from router.metrics import Metrics
+from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
-from router.pipeline import run_query
-from router.ports import ACTIVE_VERSION_KEY, BlobStore, KeyValueStore
+from router.pipeline import CascadeServices, run_cascade
+from router.ports import (
+    ACTIVE_VERSION_KEY,
+    BlobStore,
+    Embedder,
+    Generator,
+    KeyValueStore,
+    VectorIndex,
+)
+from router.stages.cache import QueryCache
+from router.vectors.records import section_records
 
 __all__ = ["KnowledgeService", "package_key"]
 
@@ -32,6 +42,14 @@ class KnowledgeService:
     kv: KeyValueStore
     blobs: BlobStore
     config: RouterConfig = field(default_factory=RouterConfig)
+    embedder: Embedder | None = None
+    vector_index: VectorIndex | None = None
+    generator: Generator | None = None
+    cache: QueryCache | None = None
+    # True for an in-process index: upsert the package's vectors when it is loaded. Vectorize
+    # is filled by ``kr publish`` instead.
+    load_vectors_on_activation: bool = False
+    metrics: Metrics = field(default_factory=Metrics)
     _package: KnowledgePackage | None = field(default=None, init=False)
     last_load_error: str | None = field(default=None, init=False)
 
@@ -55,6 +73,8 @@ class KnowledgeService:
                 raise
             log.error("refusing knowledge version %s, still serving %s", version, current.version)
             return current
+        if self.load_vectors_on_activation and self.vector_index is not None:
+            await self.vector_index.upsert(section_records(loaded))
         self._package = loaded
         self.last_load_error = None
         return loaded
@@ -62,7 +82,7 @@ class KnowledgeService:
     async def load(self, version: str) -> KnowledgePackage:
         manifest = await self._blob(version, MANIFEST_NAME)
         artifacts = {}
-        for name in ARTIFACT_NAMES:
+        for name in Manifest.from_bytes(manifest).artifact_names:
             artifacts[name] = await self._blob(version, name)
         package = load_package(manifest, artifacts.__getitem__)
         if package.version != version:
@@ -71,7 +91,14 @@ class KnowledgeService:
 
     async def query(self, request: QueryRequest, today: str | None = None) -> QueryResponse:
         package = await self.package()
-        return run_query(package, request, self.config, today=today)
+        services = CascadeServices(
+            embedder=self.embedder,
+            vector_index=self.vector_index,
+            generator=self.generator,
+            cache=self.cache,
+            metrics=self.metrics,
+        )
+        return await run_cascade(package, request, self.config, services, today=today)
 
     async def _blob(self, version: str, name: str) -> bytes:
         blob = await self.blobs.get(package_key(version, name))

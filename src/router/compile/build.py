@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.compile.corpus import KnowledgeCorpus, load_knowledge
+from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.errors import KnowledgeFormatError
 
@@ -19,10 +20,14 @@ class BuildResult:
 
 
 def build_knowledge(
-    root: str | Path, config: BuildConfig | None = None, strict: bool = False
+    root: str | Path,
+    config: BuildConfig | None = None,
+    strict: bool = False,
+    encoder: PassageEncoder | None = None,
 ) -> BuildResult:
     """Parse and compile a knowledge folder. Cross-file errors always fail; file errors fail
-    only with ``strict`` (otherwise the file is skipped and reported)."""
+    only with ``strict`` (otherwise the file is skipped and reported). With an ``encoder`` the
+    package carries section vectors (cached by text, see compile/vector_cache.py)."""
     corpus = load_knowledge(root, strict=strict)
     fatal = [d for d in corpus.errors if strict or d.cross_file]
     if fatal:
@@ -30,7 +35,8 @@ def build_knowledge(
         summary = "; ".join(str(d) for d in fatal[:20])
         raise KnowledgeFormatError(first.path, first.line, f"{len(fatal)} error(s): {summary}")
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
-    package = compile_documents(corpus.documents, config, corpus.synonyms, source)
+    embeddings = embed_sections(corpus.documents, encoder) if encoder is not None else None
+    package = compile_documents(corpus.documents, config, corpus.synonyms, source, embeddings)
     return BuildResult(corpus, package)
 
 

@@ -9,26 +9,29 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import bm25s
 import Stemmer
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
 from router.analysis.text import fold, has_diacritics
+from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fields
 from router.errors import ConfigError
 from router.knowledge.model import Document, Section
 from router.knowledge.parser import strip_wikilinks
-from router.package.manifest import Manifest, dumps_json
-from router.package.postings import encode_postings
+from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
+from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
+from router.package.postings import encode_blocks, encode_postings
+from router.package.vectors import encode_vectors
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
 
 __all__ = [
     "BM25Params",
     "BuildConfig",
     "CompiledPackage",
+    "SectionEmbeddings",
     "compile_documents",
     "section_index_text",
 ]
@@ -46,12 +49,34 @@ class BM25Params:
         return {"method": self.method, "k1": self.k1, "b": self.b}
 
 
+SCORING_MODES = ("fields", "bm25f")
+
+
 @dataclass(frozen=True)
 class BuildConfig:
-    """Everything that shapes a package, with named defaults."""
+    """Everything that shapes a package, with named defaults.
+
+    ``scoring`` picks the posting layout (docs/adr/0005): "fields" keeps one block per weighted
+    field (weights applied at query time), "bm25f" compiles one BM25F block with ``field_weights``.
+    """
 
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     bm25: BM25Params = field(default_factory=BM25Params)
+    scoring: str = "bm25f"
+    field_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FIELD_WEIGHTS))
+
+    def index_dict(self, blocks: Sequence[str]) -> dict[str, Any]:
+        weights = {k: float(self.field_weights.get(k, 0.0)) for k in FIELD_NAMES}
+        return {"scoring": self.scoring, "blocks": list(blocks), "field_weights": weights}
+
+
+@dataclass(frozen=True)
+class SectionEmbeddings:
+    """Section vectors computed by the build, in section order, and the model that made them."""
+
+    model: str
+    dimensions: int
+    rows: Sequence[Sequence[float]]
 
 
 @dataclass(frozen=True)
@@ -71,13 +96,8 @@ class CompiledPackage:
 
 
 def section_index_text(doc: Document, section: Section, first: bool) -> str:
-    """The text BM25 sees for a section: titles, id, heading, body; document fields once."""
-    parts = [doc.title, section.heading, section.section_id.replace("#", " ")]
-    if first:
-        parts += [doc.semantic_id, doc.description, " ".join(doc.keywords), " ".join(doc.aliases)]
-    parts.append(strip_wikilinks(section.text))
-    parts += [link.target for link in section.links]
-    return "\n".join(p for p in parts if p)
+    """Every field of a section as one text (used for the accent lexicon and diagnostics)."""
+    return "\n".join(t for t in section_fields(doc, section, first).values() if t)
 
 
 def compile_documents(
@@ -85,38 +105,75 @@ def compile_documents(
     config: BuildConfig | None = None,
     synonyms: Sequence[Sequence[str]] = (),
     source: dict[str, Any] | None = None,
+    embeddings: SectionEmbeddings | None = None,
 ) -> CompiledPackage:
-    """Build the package; same documents and config → byte-identical artifacts."""
+    """Build the package; same documents, config and vectors → byte-identical artifacts."""
     config = config or BuildConfig()
+    if config.scoring not in SCORING_MODES:
+        raise ConfigError(f"scoring must be one of {SCORING_MODES}, not {config.scoring!r}")
     if not documents:
         raise ConfigError("no documents to index")
-    texts = [
-        section_index_text(doc, section, index == 0)
+    fields = [
+        section_fields(doc, section, index == 0)
         for doc in documents
         for index, section in enumerate(doc.sections)
     ]
+    texts = ["\n".join(t for t in f.values() if t) for f in fields]
     build_stem = _pystemmer(config.analyzer.language)
     lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
     analyzer = Analyzer(config.analyzer, stem=build_stem, accent_lexicon=lexicon)
     check_stemmer_equality(analyzer.vocabulary_words(texts), config.analyzer)
-    tokens = [analyzer.terms(text) for text in texts]
-    terms, indptr, ids, scores = _bm25_impacts(tokens, config.bm25)
+    field_tokens = {
+        name: [analyzer.terms(f[name]) if f[name] else [] for f in fields] for name in FIELD_NAMES
+    }
+    terms = sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
+    vocabulary = {term: i for i, term in enumerate(terms)}
+    blocks = _posting_blocks(field_tokens, vocabulary, config)
     artifacts = {
         "catalog.json": dumps_json(_catalog(documents, synonyms)),
         "terms.json": dumps_json(terms),
         "lexicon.json": dumps_json(lexicon),
-        "postings.bin": encode_postings(indptr, ids, scores, len(texts)),
+        "postings.bin": encode_blocks(
+            {name: encode_postings(*block, len(texts)) for name, block in blocks.items()}
+        ),
     }
+    embedding = None
+    if embeddings is not None:
+        if len(embeddings.rows) != len(texts):
+            raise ConfigError(f"{len(embeddings.rows)} vectors for {len(texts)} sections")
+        artifacts[VECTORS_NAME] = encode_vectors(embeddings.rows, embeddings.dimensions)
+        embedding = {"model": embeddings.model, "dimensions": embeddings.dimensions}
     counts = {
         "documents": len(documents),
         "sections": len(texts),
         "terms": len(terms),
-        "postings": len(ids),
+        "postings": sum(len(block[1]) for block in blocks.values()),
     }
     manifest = Manifest.create(
-        artifacts, config.analyzer.to_dict(), config.bm25.to_dict(), counts, source or {}
+        artifacts,
+        config.analyzer.to_dict(),
+        config.bm25.to_dict(),
+        counts,
+        source or {},
+        index=config.index_dict(list(blocks)),
+        embedding=embedding,
     )
     return CompiledPackage(manifest, artifacts)
+
+
+def _posting_blocks(
+    field_tokens: dict[str, list[list[str]]], vocabulary: dict[str, int], config: BuildConfig
+) -> dict[str, CscBlock]:
+    """One block per non-empty field, or the single BM25F block."""
+    if config.scoring == "bm25f":
+        return {
+            BM25F_BLOCK: bm25f_block(field_tokens, config.field_weights, vocabulary, config.bm25)
+        }
+    return {
+        name: bm25_block(tokens, vocabulary, config.bm25)
+        for name, tokens in field_tokens.items()
+        if any(tokens)
+    }
 
 
 def build_accent_lexicon(texts: Iterable[str], config: AnalyzerConfig, stem: Any) -> dict[str, str]:
@@ -157,26 +214,6 @@ def _pystemmer(language: str) -> Any:
         return Stemmer.Stemmer(language).stemWord
     except KeyError as exc:
         raise ConfigError(f"PyStemmer has no stemmer for {language!r}") from exc
-
-
-def _bm25_impacts(
-    tokens: list[list[str]], params: BM25Params
-) -> tuple[list[str], list[int], list[int], list[float]]:
-    """Run bm25s and return (terms by id, indptr, section ids, impacts) as plain lists."""
-    retriever = bm25s.BM25(method=params.method, k1=params.k1, b=params.b)
-    retriever.index(tokens, show_progress=False)
-    scores = retriever.scores
-    num_terms = len(scores["indptr"]) - 1
-    terms = [""] * num_terms
-    for term, term_id in retriever.vocab_dict.items():
-        if term_id < num_terms:  # bm25s appends an empty token with no postings
-            terms[term_id] = term
-    return (
-        terms,
-        [int(x) for x in scores["indptr"]],
-        [int(x) for x in scores["indices"]],
-        [float(x) for x in scores["data"]],
-    )
 
 
 def _catalog(documents: Sequence[Document], synonyms: Sequence[Sequence[str]]) -> dict[str, Any]:

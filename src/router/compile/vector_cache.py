@@ -73,8 +73,10 @@ class VectorCache:
             self._append([text_key(kind, t) for t in batch], encode(batch))
             if progress:
                 progress(len(batch))
-        return np.stack([self._rows[self._index[text_key(kind, t)]] for t in texts]) if texts else (
-            np.zeros((0, self.dimensions), dtype=np.float32)
+        return (
+            np.stack([self._rows[self._index[text_key(kind, t)]] for t in texts])
+            if texts
+            else (np.zeros((0, self.dimensions), dtype=np.float32))
         )
 
     def _append(self, keys: list[str], vectors: np.ndarray) -> None:

@@ -19,14 +19,16 @@ __all__ = [
     "ARTIFACT_NAMES",
     "FORMAT_VERSION",
     "MANIFEST_NAME",
+    "VECTORS_NAME",
     "Manifest",
     "dumps_json",
     "sha256_hex",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 ARTIFACT_NAMES: tuple[str, ...] = ("catalog.json", "terms.json", "lexicon.json", "postings.bin")
+VECTORS_NAME = "vectors.bin"  # present when the manifest names an embedding model
 
 
 def sha256_hex(data: bytes) -> str:
@@ -49,6 +51,13 @@ class Manifest:
     counts: dict[str, int]
     artifacts: dict[str, dict[str, Any]]
     source: dict[str, Any] = field(default_factory=dict)
+    index: dict[str, Any] = field(default_factory=dict)  # scoring, blocks, field weights
+    embedding: dict[str, Any] | None = None  # {"model", "dimensions"} of vectors.bin
+
+    @property
+    def artifact_names(self) -> tuple[str, ...]:
+        """Artifacts this package must have: the fixed set plus vectors when embedded."""
+        return ARTIFACT_NAMES + ((VECTORS_NAME,) if self.embedding else ())
 
     @classmethod
     def create(
@@ -58,14 +67,27 @@ class Manifest:
         bm25: dict[str, Any],
         counts: dict[str, int],
         source: dict[str, Any],
+        index: dict[str, Any] | None = None,
+        embedding: dict[str, Any] | None = None,
     ) -> Manifest:
         listing = {
             name: {"sha256": sha256_hex(blob), "bytes": len(blob)}
             for name, blob in sorted(artifacts.items())
         }
-        identity = dumps_json({"artifacts": listing, "analyzer": analyzer, "bm25": bm25})
+        index = index or {}
+        identity = dumps_json(
+            {
+                "artifacts": listing,
+                "analyzer": analyzer,
+                "bm25": bm25,
+                "index": index,
+                "embedding": embedding,
+            }
+        )
         version = "kv-" + sha256_hex(identity)[:16]
-        return cls(version, FORMAT_VERSION, analyzer, bm25, counts, listing, source)
+        return cls(
+            version, FORMAT_VERSION, analyzer, bm25, counts, listing, source, index, embedding
+        )
 
     def to_bytes(self) -> bytes:
         return dumps_json(
@@ -77,6 +99,8 @@ class Manifest:
                 "counts": self.counts,
                 "artifacts": self.artifacts,
                 "source": self.source,
+                "index": self.index,
+                "embedding": self.embedding,
             }
         )
 
@@ -92,6 +116,8 @@ class Manifest:
                 counts={k: int(v) for k, v in data["counts"].items()},
                 artifacts={k: dict(v) for k, v in data["artifacts"].items()},
                 source=dict(data.get("source", {})),
+                index=dict(data.get("index", {})),
+                embedding=dict(data["embedding"]) if data.get("embedding") else None,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PackageFormatError(f"manifest.json is malformed: {exc}") from exc
@@ -100,7 +126,7 @@ class Manifest:
                 f"package format {manifest.format_version} is not supported "
                 f"(this router reads format {FORMAT_VERSION})"
             )
-        missing = [name for name in ARTIFACT_NAMES if name not in manifest.artifacts]
+        missing = [name for name in manifest.artifact_names if name not in manifest.artifacts]
         if missing:
             raise PackageFormatError(f"manifest lists no {', '.join(missing)}")
         return manifest

@@ -1,7 +1,11 @@
 """Encoder and decoder of ``postings.bin``, the compiled BM25 impacts (docs/index-format.md).
 
-Why this layout: the Worker must start fast without numpy, so the file is three little-endian
-arrays read with ``memoryview.cast`` — no parsing loop, no copy:
+Why this layout: the Worker must start fast without numpy, so each block is three little-endian
+arrays read with ``memoryview.cast`` — no parsing loop, no copy. ``postings.bin`` holds one block
+per weighted field (or one BM25F block) behind a small directory:
+
+    magic  b"KRPOSTS2", uint32 block count, then per block: 16-byte ASCII name (NUL-padded) and
+    uint32 byte length; then the blocks in the same order, each laid out as:
 
     magic  b"KRPOST01"                        8 bytes
     header uint32 terms, sections, postings  12 bytes
@@ -20,10 +24,21 @@ from dataclasses import dataclass
 
 from router.errors import PackageFormatError
 
-__all__ = ["MAGIC", "Postings", "decode_postings", "encode_postings"]
+__all__ = [
+    "BLOCKS_MAGIC",
+    "MAGIC",
+    "Postings",
+    "decode_blocks",
+    "decode_postings",
+    "encode_blocks",
+    "encode_postings",
+]
 
 MAGIC = b"KRPOST01"
 _HEADER = struct.Struct("<8sIII")
+BLOCKS_MAGIC = b"KRPOSTS2"
+_DIRECTORY = struct.Struct("<8sI")
+_ENTRY = struct.Struct("<16sI")
 
 
 @dataclass(frozen=True)
@@ -56,7 +71,7 @@ def encode_postings(
     return b"".join(parts)
 
 
-def decode_postings(blob: bytes) -> Postings:
+def decode_postings(blob: bytes | memoryview) -> Postings:
     """Zero-copy views over an encoded blob; refuses truncated or foreign files."""
     if len(blob) < _HEADER.size:
         raise PackageFormatError("postings.bin is truncated (no header)")
@@ -82,3 +97,35 @@ def _view(view: memoryview, offset: int, count: int, typecode: str) -> tuple[Seq
     swapped = array(typecode, chunk.tobytes())
     swapped.byteswap()
     return swapped, end
+
+
+def encode_blocks(blocks: dict[str, bytes]) -> bytes:
+    """Pack encoded blocks under their names (order kept; names are ASCII, ≤ 16 bytes)."""
+    head = [_DIRECTORY.pack(BLOCKS_MAGIC, len(blocks))]
+    for name, blob in blocks.items():
+        raw = name.encode("ascii")
+        if len(raw) > 16:
+            raise PackageFormatError(f"postings block name {name!r} is longer than 16 bytes")
+        head.append(_ENTRY.pack(raw, len(blob)))
+    return b"".join(head) + b"".join(blocks.values())
+
+
+def decode_blocks(blob: bytes) -> dict[str, Postings]:
+    """Named zero-copy blocks; refuses a truncated directory or blocks of the wrong size."""
+    if len(blob) < _DIRECTORY.size:
+        raise PackageFormatError("postings.bin is truncated (no directory)")
+    magic, count = _DIRECTORY.unpack_from(blob)
+    if magic != BLOCKS_MAGIC:
+        raise PackageFormatError("postings.bin has an unknown magic number")
+    offset = _DIRECTORY.size + count * _ENTRY.size
+    if len(blob) < offset:
+        raise PackageFormatError("postings.bin is truncated (directory)")
+    entries = [_ENTRY.unpack_from(blob, _DIRECTORY.size + i * _ENTRY.size) for i in range(count)]
+    if offset + sum(size for _, size in entries) != len(blob):
+        raise PackageFormatError("postings.bin block sizes do not add up to its length")
+    view = memoryview(blob)
+    blocks: dict[str, Postings] = {}
+    for raw, size in entries:
+        blocks[raw.rstrip(b"\0").decode("ascii")] = decode_postings(view[offset : offset + size])
+        offset += size
+    return blocks

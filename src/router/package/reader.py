@@ -16,8 +16,9 @@ from router.analysis.analyzer import Analyzer, AnalyzerConfig
 from router.analysis.text import fold
 from router.errors import PackageFormatError
 from router.knowledge.model import Document, Link, Section
-from router.package.manifest import ARTIFACT_NAMES, Manifest
-from router.package.postings import Postings, decode_postings
+from router.package.manifest import VECTORS_NAME, Manifest
+from router.package.postings import Postings, decode_blocks
+from router.package.vectors import SectionVectors, decode_vectors
 
 __all__ = ["ExactTarget", "KnowledgePackage", "load_package"]
 
@@ -43,17 +44,30 @@ class KnowledgePackage:
     section_doc: list[int]
     sections: list[Section]
     term_ids: dict[str, int]
-    postings: Postings
+    blocks: dict[str, Postings]  # field name (or "bm25f") → posting block
     analyzer: Analyzer
+    vectors: SectionVectors | None = None
     synonyms: list[list[str]] = field(default_factory=list)
     exact: dict[str, list[ExactTarget]] = field(default_factory=dict)
     byte_size: int = 0
-    impact_bounds: dict[int, float] = field(default_factory=dict)  # term → max impact, memoised
+    impact_bounds: dict[tuple[int, int], float] = field(default_factory=dict)  # memoised maxima
     visible_docs: dict[Any, frozenset[int]] = field(default_factory=dict)  # filter → doc indices
+    derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
+
+    def derive(self, name: str, build: Callable[[KnowledgePackage], Any]) -> Any:
+        """An index derived from this package (keyword, graph, fuzzy...), built once, lazily."""
+        found = self.derived.get(name)
+        if found is None:
+            found = self.derived[name] = build(self)
+        return found
 
     @property
     def version(self) -> str:
         return self.manifest.knowledge_version
+
+    @property
+    def embedding_model(self) -> str | None:
+        return self.manifest.embedding.get("model") if self.manifest.embedding else None
 
     def first_section(self, doc_index: int) -> int:
         return self._doc_first_section[doc_index]
@@ -72,17 +86,26 @@ class KnowledgePackage:
 def load_package(manifest_blob: bytes, fetch: ArtifactFetcher) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes."""
     manifest = Manifest.from_bytes(manifest_blob)
-    blobs = {name: manifest.verify(name, fetch(name)) for name in ARTIFACT_NAMES}
+    blobs = {name: manifest.verify(name, fetch(name)) for name in manifest.artifact_names}
     try:
         catalog = json.loads(blobs["catalog.json"])
         terms = json.loads(blobs["terms.json"])
         lexicon = json.loads(blobs["lexicon.json"])
     except ValueError as exc:
         raise PackageFormatError(f"package JSON is malformed: {exc}") from exc
-    postings = decode_postings(blobs["postings.bin"])
+    blocks = decode_blocks(blobs["postings.bin"])
     documents, sections, section_doc = _decode_catalog(catalog)
-    if postings.num_sections != len(sections) or postings.num_terms != len(terms):
+    if not blocks or any(
+        p.num_sections != len(sections) or p.num_terms != len(terms) for p in blocks.values()
+    ):
         raise PackageFormatError("postings.bin does not match the catalog and term list")
+    vectors = decode_vectors(blobs[VECTORS_NAME]) if VECTORS_NAME in blobs else None
+    if vectors is not None and (
+        vectors.count != len(sections)
+        or manifest.embedding is None
+        or vectors.dimensions != int(manifest.embedding.get("dimensions", -1))
+    ):
+        raise PackageFormatError("vectors.bin does not match the sections or the manifest")
     analyzer = Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon)
     return KnowledgePackage(
         manifest=manifest,
@@ -90,8 +113,9 @@ def load_package(manifest_blob: bytes, fetch: ArtifactFetcher) -> KnowledgePacka
         section_doc=section_doc,
         sections=sections,
         term_ids={term: index for index, term in enumerate(terms)},
-        postings=postings,
+        blocks=blocks,
         analyzer=analyzer,
+        vectors=vectors,
         synonyms=[list(g) for g in catalog.get("synonyms", [])],
         byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
     )

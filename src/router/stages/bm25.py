@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from operator import itemgetter
 
+from router.package.fields import BM25F_BLOCK
 from router.package.postings import Postings
 
-__all__ = ["bm25_scores", "bm25_top_k", "max_impact", "term_ids", "top_k"]
+__all__ = [
+    "block_weights",
+    "bm25_scores",
+    "bm25_top_k",
+    "max_impact",
+    "term_ids",
+    "top_k",
+    "weighted_scores",
+]
 
 _SCORE = itemgetter(1)
 
@@ -27,13 +36,14 @@ def term_ids(terms: Sequence[str], vocabulary: dict[str, int]) -> list[int]:
     return [vocabulary[t] for t in terms if t in vocabulary]
 
 
-def max_impact(postings: Postings, term: int, cache: dict[int, float]) -> float:
-    """Largest impact of a term in any section (its MaxScore upper bound), memoised."""
-    found = cache.get(term)
+def max_impact(postings: Postings, term: int, cache: dict[tuple[int, int], float]) -> float:
+    """Largest impact of a term in any section of one block (its upper bound), memoised."""
+    key = (id(postings), term)
+    found = cache.get(key)
     if found is None:
         start, end = postings.indptr[term], postings.indptr[term + 1]
         found = max(postings.scores[start:end], default=0.0)
-        cache[term] = found
+        cache[key] = found
     return found
 
 
@@ -42,6 +52,29 @@ def bm25_scores(postings: Postings, ids: Sequence[int]) -> dict[int, float]:
     acc: dict[int, float] = {}
     for term, count in Counter(ids).items():
         _accumulate(postings, term, count, acc)
+    return acc
+
+
+def block_weights(
+    blocks: Mapping[str, Postings], field_weights: Mapping[str, float]
+) -> dict[str, float]:
+    """Weight of each posting block: the field's weight, or 1 for a compiled BM25F block."""
+    weights = {
+        name: 1.0 if name == BM25F_BLOCK else float(field_weights.get(name, 0.0)) for name in blocks
+    }
+    return {name: w for name, w in weights.items() if w > 0}
+
+
+def weighted_scores(
+    blocks: Mapping[str, Postings], ids: Sequence[int], weights: Mapping[str, float]
+) -> dict[int, float]:
+    """Σ over fields of weight × field BM25 (per-field scoring, PRD §11), per section."""
+    acc: dict[int, float] = {}
+    counts = Counter(ids)
+    for name, weight in weights.items():
+        postings = blocks[name]
+        for term, count in counts.items():
+            _accumulate(postings, term, count * weight, acc)
     return acc
 
 
@@ -64,8 +97,10 @@ def top_k(
     return heapq.nlargest(k, items, key=_SCORE)
 
 
-def _accumulate(postings: Postings, term: int, weight: int, acc: dict[int, float]) -> None:
+def _accumulate(postings: Postings, term: int, weight: float, acc: dict[int, float]) -> None:
     start, end = postings.indptr[term], postings.indptr[term + 1]
+    if start == end:
+        return
     sections = postings.section_ids[start:end].tolist()  # type: ignore[attr-defined]
     impacts = postings.scores[start:end].tolist()  # type: ignore[attr-defined]
     if weight != 1:

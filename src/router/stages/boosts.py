@@ -1,0 +1,57 @@
+"""Stage — trust ordering and UI-context boost (PRD §12, §37), applied to each source's scores.
+
+Why on the scores before fusion: filters already removed what the query may not see (tenant,
+deprecated, validity); what remains is re-weighted — official > verified > generated > draft — and
+sections of the page, tab or focus the user is looking at are lifted by ``context_boost``. Applied
+to rank-fused scores instead, a 0.85 factor would outweigh any difference between ranks (RRF
+scores of neighbouring ranks differ by ~2%), so the boost acts where score gaps are meaningful.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from router.package.reader import KnowledgePackage
+
+__all__ = ["boost_factors", "boosted", "context_targets"]
+
+
+def context_targets(
+    package: KnowledgePackage, page: str | None, tab: str | None, focus: str | None
+) -> set[int]:
+    """Sections belonging to the documents or sections named by the UI context."""
+    names = [n for n in (focus, tab, page) if n]
+    if not names:
+        return set()
+    found: set[int] = set()
+    for index, section in enumerate(package.sections):
+        doc_id = package.documents[package.section_doc[index]].semantic_id
+        if any(section.section_id == n or doc_id == n for n in names):
+            found.add(index)
+    return found
+
+
+def boost_factors(
+    package: KnowledgePackage,
+    sections: Sequence[int],
+    trust_weights: Mapping[str, float],
+    in_context: set[int],
+    context_boost: float,
+) -> dict[int, float]:
+    """Multiplier per section: trust weight × (1 + boost inside the UI context)."""
+    factors = {}
+    for section in sections:
+        doc = package.documents[package.section_doc[section]]
+        factor = trust_weights.get(doc.trust, 1.0)
+        if section in in_context:
+            factor *= 1.0 + context_boost
+        factors[section] = factor
+    return factors
+
+
+def boosted(
+    ranked: Sequence[tuple[int, float]], factors: Mapping[int, float]
+) -> list[tuple[int, float]]:
+    """The source's list re-scored by the factors and re-sorted (best first)."""
+    rescored = [(section, score * factors.get(section, 1.0)) for section, score in ranked]
+    return sorted(rescored, key=lambda item: (-item[1], item[0]))

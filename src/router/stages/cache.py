@@ -1,0 +1,90 @@
+"""Stage — query cache (PRD §30–31): in-isolate LRU in front of the KV port.
+
+Why the key holds context and version: "explique isso" on two pages are two questions, and a
+newly activated knowledge version must never serve an answer computed from the previous one.
+Key = sha256 of (normalised query, page, tab, focus, date, tenant, flags, top_k, version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from typing import Any
+
+from router.ports import KeyValueStore
+
+__all__ = ["CACHE_PREFIX", "LruCache", "QueryCache", "cache_key"]
+
+CACHE_PREFIX = "qcache:"
+
+
+def cache_key(
+    normalized_query: str,
+    *,
+    version: str,
+    tenant: str | None,
+    page: str | None,
+    tab: str | None,
+    focus: str | None,
+    day: str,
+    include_deprecated: bool,
+    top_k: int | None,
+) -> str:
+    identity = json.dumps(
+        [normalized_query, version, tenant, page, tab, focus, day, include_deprecated, top_k],
+        ensure_ascii=False,
+    )
+    return CACHE_PREFIX + hashlib.sha256(identity.encode()).hexdigest()[:40]
+
+
+class LruCache:
+    """Bounded mapping that forgets the least recently used entry first."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, Any] = OrderedDict()
+
+    def get(self, key: str) -> Any | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: str, value: Any) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class QueryCache:
+    """LRU first (microseconds), then KV (shared by isolates); entries are JSON responses."""
+
+    def __init__(self, capacity: int, kv: KeyValueStore | None = None) -> None:
+        self.memory = LruCache(capacity)
+        self.kv = kv
+
+    async def get(self, key: str) -> tuple[dict[str, Any] | None, str]:
+        """The cached response and where it came from ("memory", "kv" or "miss")."""
+        found = self.memory.get(key)
+        if found is not None:
+            return found, "memory"
+        if self.kv is not None:
+            raw = await self.kv.get(key)
+            if raw:
+                try:
+                    value = json.loads(raw)
+                except ValueError:
+                    return None, "miss"
+                self.memory.put(key, value)
+                return value, "kv"
+        return None, "miss"
+
+    async def put(self, key: str, value: dict[str, Any]) -> None:
+        self.memory.put(key, value)
+        if self.kv is not None:
+            await self.kv.put(key, json.dumps(value, ensure_ascii=False))

@@ -1,0 +1,76 @@
+"""Stage — graph expansion over wikilinks and parent/child semantic ids (PRD §14–15).
+
+Why bounded: a knowledge graph is dense; following every edge would drag the whole base into
+the context. Only the neighbours of the best few sections are considered (depth 1 by default),
+ranked by seed score × relation weight, and at most ``max_nodes`` are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from router.package.reader import KnowledgePackage
+
+__all__ = ["RELATION_WEIGHTS", "GraphIndex", "expand"]
+
+# How strongly a relation suggests the neighbour is relevant too.
+RELATION_WEIGHTS = {"link": 1.0, "backlink": 0.7, "parent": 0.6, "child": 0.6}
+
+
+class GraphIndex:
+    """Adjacency of sections: outgoing links, backlinks, parent and child documents."""
+
+    def __init__(self, package: KnowledgePackage) -> None:
+        docs = {d.semantic_id: i for i, d in enumerate(package.documents)}
+        sections = {s.section_id: i for i, s in enumerate(package.sections)}
+        self.edges: dict[int, dict[int, str]] = {}
+        for index, section in enumerate(package.sections):
+            for link in section.links:
+                target = sections.get(link.target)
+                if target is None and link.target in docs:
+                    target = package.first_section(docs[link.target])
+                if target is not None and target != index:
+                    self._edge(index, target, "link")
+                    self._edge(target, index, "backlink")
+        for doc_id, doc_index in docs.items():
+            parent = doc_id.rsplit(".", 1)[0] if "." in doc_id else None
+            if parent in docs:
+                child_first = package.first_section(doc_index)
+                parent_first = package.first_section(docs[parent])
+                self._edge(child_first, parent_first, "parent")
+                self._edge(parent_first, child_first, "child")
+
+    def _edge(self, source: int, target: int, relation: str) -> None:
+        current = self.edges.setdefault(source, {}).get(target)
+        if current is None or RELATION_WEIGHTS[relation] > RELATION_WEIGHTS[current]:
+            self.edges[source][target] = relation
+
+
+def expand(
+    graph: GraphIndex,
+    seeds: Sequence[tuple[int, float]],
+    allowed: Collection[int] | None,
+    depth: int,
+    max_nodes: int,
+) -> list[tuple[int, float, str]]:
+    """Neighbours of the seeds (not the seeds themselves), best first: (section, score, via)."""
+    if not seeds or max_nodes <= 0 or depth <= 0:
+        return []
+    top = seeds[0][1] or 1.0
+    frontier = [(section, score / top) for section, score in seeds]
+    found: dict[int, tuple[float, str]] = {}
+    visited = {section for section, _ in seeds}
+    for _ in range(depth):
+        next_frontier: list[tuple[int, float]] = []
+        for section, weight in frontier:
+            for neighbour, relation in graph.edges.get(section, {}).items():
+                if neighbour in visited or (allowed is not None and neighbour not in allowed):
+                    continue
+                score = weight * RELATION_WEIGHTS[relation]
+                if score > found.get(neighbour, (0.0, ""))[0]:
+                    found[neighbour] = (score, relation)
+                    next_frontier.append((neighbour, score))
+        visited.update(found)
+        frontier = next_frontier
+    ordered = sorted(found.items(), key=lambda item: (-item[1][0], item[0]))[:max_nodes]
+    return [(section, score, relation) for section, (score, relation) in ordered]

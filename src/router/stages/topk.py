@@ -1,0 +1,18 @@
+"""Stage — adaptive top-K (PRD §22): as few sections as the confidence allows.
+
+Why: a confident answer needs three passages; a doubtful one needs more context (and the
+vector fallback) so the agent can still find the answer — never a fixed twenty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["adaptive_k"]
+
+
+def adaptive_k(level: str, by_level: Mapping[str, int], requested: int | None) -> int:
+    """The caller's explicit ``top_k`` wins; otherwise the level's K (LOW's for unknown levels)."""
+    if requested is not None:
+        return requested
+    return by_level.get(level, by_level.get("LOW", 15))

@@ -1,0 +1,54 @@
+"""Stage — vector fallback (PRD §16–17): nearest sections by meaning, through the ports.
+
+Why only a fallback: embedding a query costs far more than the lexical stages, so the pipeline
+calls this stage only when lexical confidence is LOW or MEDIUM (decision 2, docs/adr). A package's
+vectors are only comparable with query vectors of the same model: any other model is refused.
+"""
+
+from __future__ import annotations
+
+from router.errors import EmbeddingModelError
+from router.package.reader import KnowledgePackage
+from router.ports import Embedder, VectorIndex
+from router.vectors.records import query_namespaces
+
+__all__ = ["check_model", "vector_search"]
+
+
+def check_model(package: KnowledgePackage, embedder: Embedder) -> None:
+    """Refuse to compare vectors of different models."""
+    if package.embedding_model is None:
+        raise EmbeddingModelError(f"knowledge version {package.version} has no section vectors")
+    if package.embedding_model != embedder.model_id:
+        raise EmbeddingModelError(
+            f"knowledge version {package.version} was embedded with {package.embedding_model!r}; "
+            f"the query embedder is {embedder.model_id!r}"
+        )
+
+
+async def vector_search(
+    package: KnowledgePackage,
+    embedder: Embedder,
+    index: VectorIndex,
+    text: str,
+    tenant: str | None,
+    top_k: int,
+) -> list[tuple[int, float]]:
+    """(section, cosine similarity) best first, from the shared and the tenant's namespaces."""
+    check_model(package, embedder)
+    [vector] = await embedder.embed([text], "query")
+    matches = []
+    for namespace in query_namespaces(tenant):
+        matches += await index.query(
+            vector,
+            top_k=top_k,
+            namespace=namespace,
+            filter={"version": {"$eq": package.version}},
+        )
+    prefix = f"{package.version}:"
+    found: dict[int, float] = {}
+    for match in matches:
+        if match.id.startswith(prefix):
+            section = int(match.id[len(prefix) :])
+            found[section] = max(match.score, found.get(section, -1.0))
+    return sorted(found.items(), key=lambda item: (-item[1], item[0]))[:top_k]
