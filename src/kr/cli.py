@@ -13,12 +13,15 @@ import json
 import sys
 from pathlib import Path
 
+from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_by_name, embedder_for_model
 from router.adapters.local.state import LocalState, default_state_dir
+from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import build_knowledge, write_package
 from router.contract import QueryRequest
-from router.errors import KnowledgeFormatError, RouterError
+from router.errors import KnowledgeFormatError, NoActiveVersionError, RouterError
 from router.publisher import publish_package
 from router.service import KnowledgeService
+from router.stages.cache import QueryCache
 
 __all__ = ["main"]
 
@@ -40,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--strict", action="store_true", help="fail on any malformed file")
     build.add_argument("--out", type=Path, help="also write the package files here")
     build.add_argument("--no-activate", action="store_true", help="publish without activating")
+    build.add_argument(
+        "--embedder",
+        choices=EMBEDDER_CHOICES,
+        default="e5",
+        help="section vectors for the vector fallback (default e5: multilingual-e5-small)",
+    )
 
     query = sub.add_parser("query", help="ask the active knowledge version")
     query.add_argument("text")
@@ -47,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("tenant", "page", "tab", "focus"):
         query.add_argument(f"--{name}")
     query.add_argument("--date", type=dt.date.fromisoformat, help="YYYY-MM-DD")
-    query.add_argument("--top-k", type=int, default=5)
+    query.add_argument("--top-k", type=int, default=None, help="default: adaptive (3/8/15)")
+    query.add_argument("--trace", action="store_true", help="print the stage trace")
     query.add_argument("--json", action="store_true", help="print the QueryResponse as JSON")
 
     serve = sub.add_parser("serve", help="serve the HTTP API")
@@ -67,13 +77,29 @@ def _state(path: Path | None) -> LocalState:
     return LocalState(path or default_state_dir())
 
 
-def _service(path: Path | None) -> KnowledgeService:
+async def _service(path: Path | None, cache: bool = True) -> KnowledgeService:
+    """The local default: SQLite KV + folder blobs, in-process vector index, matching embedder,
+    LRU + KV query cache; the active package (and its vectors) is loaded here, once."""
     state = _state(path)
-    return KnowledgeService(kv=state.kv, blobs=state.blobs)
+    service = KnowledgeService(
+        kv=state.kv,
+        blobs=state.blobs,
+        cache=QueryCache(1024, state.kv) if cache else None,
+        load_vectors_on_activation=True,
+    )
+    try:
+        manifest = await service.active_manifest()
+    except NoActiveVersionError:
+        return service
+    if manifest.embedding:
+        service.embedder = embedder_for_model(manifest.embedding.get("model"))
+        service.vector_index = LocalVectorIndex(int(manifest.embedding["dimensions"]))
+    return service
 
 
 async def _build(args: argparse.Namespace) -> int:
-    result = build_knowledge(args.knowledge_dir, strict=args.strict)
+    encoder = embedder_by_name(args.embedder)
+    result = build_knowledge(args.knowledge_dir, strict=args.strict, encoder=encoder)
     for diagnostic in result.corpus.diagnostics:
         print(diagnostic, file=sys.stderr)
     package = result.package
@@ -99,7 +125,7 @@ async def _query(args: argparse.Namespace) -> int:
         date=args.date,
         top_k=args.top_k,
     )
-    response = await _service(args.state).query(request)
+    response = await (await _service(args.state)).query(request)
     if args.json:
         print(response.model_dump_json(indent=2))
         return 0
@@ -110,6 +136,8 @@ async def _query(args: argparse.Namespace) -> int:
     )
     for rank, result in enumerate(response.results, start=1):
         print(f"{rank:>2}. {result.section_id}  {result.final_score:.3f}  {result.title}")
+    if args.trace:
+        print(json.dumps(response.trace, ensure_ascii=False, indent=1))
     return 0
 
 
@@ -118,7 +146,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from router.api.app import create_app
 
-    app = create_app(_service(args.state))
+    app = create_app(asyncio.run(_service(args.state)))
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
@@ -126,12 +154,13 @@ def _serve(args: argparse.Namespace) -> int:
 async def _eval(args: argparse.Namespace) -> int:
     from kr.evaluation import evaluate, load_golden
 
-    service = _service(args.state)
+    service = await _service(args.state, cache=False)
     report = await evaluate(load_golden(args.golden), service.query)
     if args.json:
         print(json.dumps({"overall": report.overall, "per_category": report.per_category}))
     else:
         print(report.table())
+        print("metrics:", json.dumps(service.metrics.snapshot(), ensure_ascii=False))
     if args.failures:
         for failure in report.failures:
             print(json.dumps(failure, ensure_ascii=False))

@@ -59,6 +59,11 @@ class KnowledgeService:
             raise NoActiveVersionError("no knowledge version is active: run `kr build` first")
         return version
 
+    async def active_manifest(self) -> Manifest:
+        """The active version's manifest (cheap: one KV read, one small blob)."""
+        version = await self.active_version()
+        return Manifest.from_bytes(await self._blob(version, MANIFEST_NAME))
+
     async def package(self) -> KnowledgePackage:
         """The active package, loaded once per version; a bad new version keeps the old one."""
         version = await self.active_version()

@@ -1,4 +1,4 @@
-"""The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /openapi.json``, CORS.
+"""The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /v1/metrics``, OpenAPI, CORS.
 
 Why one factory: ``kr serve`` (uvicorn) and the Worker (ASGI bridge) serve the same app around a
 :class:`KnowledgeService`; every error leaves as ``{"error": {"code", "message"}}``.
@@ -84,7 +84,13 @@ def create_app(
                 "documents": len(package.documents),
                 "sections": len(package.sections),
                 "last_load_error": svc.last_load_error,
+                "embedding_model": package.embedding_model,
             }
         )
+
+    @app.get("/v1/metrics")
+    async def metrics(request: Request) -> JSONResponse:
+        """Counters and rates of this process (PRD §40)."""
+        return JSONResponse(resolve(request).metrics.snapshot())
 
     return app
