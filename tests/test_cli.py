@@ -13,7 +13,7 @@ from kr.cli import main
 
 def test_build_then_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state = str(tmp_path / "state")
-    assert main(["build", str(KNOWLEDGE), "--state", state]) == 0
+    assert main(["build", str(KNOWLEDGE), "--state", state, "--embedder", "hash"]) == 0
     assert "active" in capsys.readouterr().out
     assert main(["query", "O que é APR?", "--state", state, "--json"]) == 0
     response = json.loads(capsys.readouterr().out)
@@ -30,9 +30,9 @@ def test_build_reports_file_and_line_and_strict_fails(
     write_doc(kb, "ok.md", "---\nsemanticId: ok\ntitle: Ok\n---\nTexto.\n")
     write_doc(kb, "bad.md", "---\nsemanticId: ok..x\ntitle: Bad\n---\n")
     state = str(tmp_path / "state")
-    assert main(["build", str(kb), "--state", state]) == 0
+    assert main(["build", str(kb), "--state", state, "--embedder", "none"]) == 0
     assert "bad.md:2: malformed semanticId" in capsys.readouterr().err
-    assert main(["build", str(kb), "--state", state, "--strict"]) == 2
+    assert main(["build", str(kb), "--state", state, "--strict", "--embedder", "none"]) == 2
 
 
 def test_query_without_a_build_is_a_clear_error(
@@ -44,7 +44,7 @@ def test_query_without_a_build_is_a_clear_error(
 
 def test_eval_prints_the_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state = str(tmp_path / "state")
-    main(["build", str(KNOWLEDGE), "--state", state])
+    main(["build", str(KNOWLEDGE), "--state", state, "--embedder", "hash"])
     capsys.readouterr()
     assert main(["eval", str(GOLDEN), "--state", state, "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)["overall"]
