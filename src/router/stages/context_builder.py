@@ -84,6 +84,8 @@ def build_context(
 
 def _clean(text: str, section_flags: Sequence[str]) -> tuple[str, list[str]]:
     flags = list(section_flags)
+    if not looks_like_injection(text):  # one scan for the common, clean case
+        return text[:MAX_CHUNK_CHARS], flags
     kept = []
     for sentence in split_sentences(text):
         if looks_like_injection(sentence):
