@@ -384,7 +384,9 @@ def _graph(
         trace.skip("graph", "latency budget spent")
         return []
     seeds: Ranked = []
-    for section, score in [(_exact_section(package, h), 1.0) for h in exact] + lexical.bm25:
+    best = lexical.bm25[0][1] if lexical.bm25 else 1.0
+    lexical_seeds = [(s, v / best) for s, v in lexical.bm25]  # same 0..1 scale as exact hits
+    for section, score in [(_exact_section(package, h), 1.0) for h in exact] + lexical_seeds:
         if all(section != seen for seen, _ in seeds):
             seeds.append((section, score))
         if len(seeds) == config.graph_seeds:

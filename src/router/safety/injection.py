@@ -22,7 +22,7 @@ _PATTERNS = [
     r"(^|\s)(system|sistema|assistant|assistente)\s*:",
     r"\byou are now\b|\bvoce (agora )?e (agora )?um\b|\bnovas? instruc\w*\b",
     r"\b(revele|revelar|mostre|reveal|print)\b.{0,40}\b(senhas?|passwords?|segredos?|secrets?|"
-    r"tokens?|chaves?|prompt)\b",
+    r"tokens?|chaves?|keys?|credenciais|credentials?|prompt)\b",
     r"\bprompt do sistema\b|\bsystem prompt\b|\bjailbreak\b|\bmodo desenvolvedor\b",
 ]
 _INJECTION = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))

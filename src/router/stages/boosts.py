@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from router.package.reader import KnowledgePackage
+from router.stages.exact import resolve_context
 
 __all__ = ["boost_factors", "boosted", "context_targets"]
 
@@ -19,16 +20,20 @@ __all__ = ["boost_factors", "boosted", "context_targets"]
 def context_targets(
     package: KnowledgePackage, page: str | None, tab: str | None, focus: str | None
 ) -> set[int]:
-    """Sections belonging to the documents or sections named by the UI context."""
-    names = [n for n in (focus, tab, page) if n]
-    if not names:
-        return set()
+    """Sections of what the UI context names — the focused id, else the documents whose
+    ``page``/``tab`` scope matches (the same resolution as the exact stage's deictic lookup)."""
     found: set[int] = set()
-    for index, section in enumerate(package.sections):
-        doc_id = package.documents[package.section_doc[index]].semantic_id
-        if any(section.section_id == n or doc_id == n for n in names):
-            found.add(index)
+    for hit in resolve_context(package, focus, page, tab):
+        if hit.target.section_index is not None:
+            found.add(hit.target.section_index)
+        else:
+            found.update(_doc_sections(package, hit.target.doc_index))
     return found
+
+
+def _doc_sections(package: KnowledgePackage, doc_index: int) -> range:
+    first = package.first_section(doc_index)
+    return range(first, first + len(package.documents[doc_index].sections))
 
 
 def boost_factors(

@@ -8,6 +8,7 @@ chunk text and the chunk is flagged ``prompt_injection`` so callers can withhold
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from router.contract import (
@@ -23,12 +24,13 @@ from router.safety.injection import INJECTION_FLAG, looks_like_injection, split_
 __all__ = ["build_context", "delimit"]
 
 MAX_CHUNK_CHARS = 1500
+_KNOWLEDGE_TAG = re.compile(r"</?\s*knowledge", re.IGNORECASE)
 WITHHELD = "[trecho omitido: contém instruções dirigidas a assistentes]"
 
 
 def delimit(chunk_id: str, trust: str, text: str) -> str:
     """Wrap text in a knowledge block; a closing tag inside the text cannot end the block."""
-    safe = text.replace("</knowledge", "<\\/knowledge").replace("<knowledge", "<\\knowledge")
+    safe = _KNOWLEDGE_TAG.sub(lambda m: m.group(0).replace("<", "&lt;"), text)
     return f'<knowledge id="{chunk_id}" trust="{trust}">\n{safe}\n</knowledge>'
 
 

@@ -56,7 +56,7 @@ def expand(
     """Neighbours of the seeds (not the seeds themselves), best first: (section, score, via)."""
     if not seeds or max_nodes <= 0 or depth <= 0:
         return []
-    top = seeds[0][1] or 1.0
+    top = max(score for _, score in seeds) or 1.0
     frontier = [(section, score / top) for section, score in seeds]
     found: dict[int, tuple[float, str]] = {}
     visited = {section for section, _ in seeds}
