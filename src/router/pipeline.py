@@ -203,7 +203,7 @@ async def run_cascade(
     trace.stage(
         "fusion",
         method=config.fusion,
-        sources=[n for n, r in _sources(exact, lexical, graph, vector).items() if r],
+        sources=_source_names(exact, lexical, graph, vector),
         top_k=k,
         ranking=[
             [package.sections[f.section].section_id, round(f.final, 6), f.scores] for f in fused[:k]
@@ -461,16 +461,19 @@ def _vector_skip_reason(
     return None
 
 
-def _sources(
+def _voting_sources(lexical: _Lexical, vector: Ranked) -> dict[str, Ranked]:
+    """Ranked lists that may enter fusion (exact hits are pinned, graph nodes annotate)."""
+    return {"keyword": lexical.keyword, "bm25": lexical.bm25, "vector": vector}
+
+
+def _source_names(
     exact: list[ExactHit], lexical: _Lexical, graph: list[tuple[int, float, str]], vector: Ranked
-) -> dict[str, Ranked]:
-    return {
-        "exact": [(0, 1.0)] if exact else [],
-        "keyword": lexical.keyword,
-        "bm25": lexical.bm25,
-        "graph": [(s, v) for s, v, _ in graph],
-        "vector": vector,
-    }
+) -> list[str]:
+    """Names of the sources that found something, for the trace."""
+    found = {"exact": bool(exact), "graph": bool(graph)}
+    found.update({name: bool(ranked) for name, ranked in _voting_sources(lexical, vector).items()})
+    order = ("exact", "keyword", "bm25", "graph", "vector")
+    return [name for name in order if found[name]]
 
 
 def _fused(
@@ -483,8 +486,7 @@ def _fused(
     config: RouterConfig,
 ) -> list[Fused]:
     """Exact/context targets pinned first (they are decisions), the rest fused and boosted."""
-    sources = _sources(exact, lexical, graph, vector)
-    del sources["exact"], sources["graph"]
+    sources = _voting_sources(lexical, vector)
     in_context = context_targets(package, request.page, request.tab, request.focus)
     candidates = sorted({s for ranked in sources.values() for s, _ in ranked})
     factors = boost_factors(

@@ -97,7 +97,11 @@ class CompiledPackage:
 
 def section_index_text(doc: Document, section: Section, first: bool) -> str:
     """Every field of a section as one text (used for the accent lexicon and diagnostics)."""
-    return "\n".join(t for t in section_fields(doc, section, first).values() if t)
+    return _joined(section_fields(doc, section, first))
+
+
+def _joined(fields: Mapping[str, str]) -> str:
+    return "\n".join(t for t in fields.values() if t)
 
 
 def compile_documents(
@@ -118,7 +122,7 @@ def compile_documents(
         for doc in documents
         for index, section in enumerate(doc.sections)
     ]
-    texts = ["\n".join(t for t in f.values() if t) for f in fields]
+    texts = [_joined(f) for f in fields]
     build_stem = _pystemmer(config.analyzer.language)
     lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
     analyzer = Analyzer(config.analyzer, stem=build_stem, accent_lexicon=lexicon)

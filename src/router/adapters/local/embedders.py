@@ -34,8 +34,5 @@ def embedder_by_name(name: str) -> Any:
 
 def embedder_for_model(model_id: str | None) -> Any:
     """The local embedder producing ``model_id`` vectors, or None if none is available."""
-    if model_id == E5_MODEL_ID:
-        return embedder_by_name("e5")
-    if model_id == HASH_MODEL_ID:
-        return HashEmbedder()
-    return None
+    names = {E5_MODEL_ID: "e5", HASH_MODEL_ID: "hash"}
+    return embedder_by_name(names[model_id]) if model_id in names else None
