@@ -103,6 +103,22 @@ def evaluate(qrels: dict[str, dict[str, int]], run_: dict[str, dict[str, float]]
     return ranx_evaluate(Qrels(qrels), Run(run_), ["ndcg@10", "recall@100"])  # type: ignore[no-any-return]
 
 
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``field=float`` or ``mapping_field.KEY=float``, e.g. ``vector_weight_by_level.LOW=0.5``."""
+    overrides: dict[str, Any] = {}
+    defaults = RouterConfig()
+    for item in items:
+        name, value = item.split("=", 1)
+        if "." in name:
+            name, key = name.split(".", 1)
+            mapping = dict(overrides.get(name) or getattr(defaults, name))
+            mapping[key] = float(value)
+            overrides[name] = MappingProxyType(mapping)
+        else:
+            overrides[name] = float(value)
+    return overrides
+
+
 def base_config(overrides: dict[str, Any]) -> RouterConfig:
     config = RouterConfig(
         bm25_candidates=DEPTH,
@@ -121,9 +137,9 @@ def main() -> None:
     parser.add_argument("--scoring", default="bm25f")
     parser.add_argument("--only", nargs="*", default=None, help="variants to run")
     parser.add_argument("--no-vectors", action="store_true")
-    parser.add_argument("--set", action="append", default=[], help="RouterConfig field=float")
+    parser.add_argument("--set", action="append", default=[], help="RouterConfig field[.key]=float")
     args = parser.parse_args()
-    overrides = {k: float(v) for k, v in (item.split("=", 1) for item in args.set)}
+    overrides = parse_overrides(args.set)
     e5 = None if args.no_vectors else E5Embedder()
     for name in args.collections:
         collection = load_beir(DATA / name, split=args.split)

@@ -45,6 +45,11 @@ DEFAULT_SOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {"keyword": 0.0, "bm25": 1.0, "vector": 1.0}
 )
 # Adaptive top-K (PRD §22).
+# How much the vector list weighs in fusion, per lexical confidence level: on MEDIUM the lexical
+# ranking already holds evidence, so vectors mostly add recall; on LOW they lead as much as BM25.
+DEFAULT_VECTOR_WEIGHT_BY_LEVEL: Mapping[str, float] = MappingProxyType(
+    {"HIGH": 1.0, "MEDIUM": 1.0, "LOW": 1.0}
+)
 DEFAULT_TOP_K_BY_LEVEL: Mapping[str, int] = MappingProxyType({"HIGH": 3, "MEDIUM": 8, "LOW": 15})
 # Trust ordering (PRD §37): multiplier of the fused score.
 DEFAULT_TRUST_WEIGHTS: Mapping[str, float] = MappingProxyType(
@@ -90,6 +95,9 @@ class RouterConfig:
     fusion: str = "rrf"  # "rrf" | "weighted"
     rrf_k: int = DEFAULT_RRF_K
     source_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_SOURCE_WEIGHTS)
+    vector_weight_by_level: Mapping[str, float] = field(
+        default_factory=lambda: DEFAULT_VECTOR_WEIGHT_BY_LEVEL
+    )
     top_k_by_level: Mapping[str, int] = field(default_factory=lambda: DEFAULT_TOP_K_BY_LEVEL)
     trust_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_TRUST_WEIGHTS)
     context_boost: float = DEFAULT_CONTEXT_BOOST

@@ -198,7 +198,9 @@ async def run_cascade(
     if lexical_abstain and vector_rescue:
         level, value = "LOW", max(value, config.abstain_below)
 
-    fused = [] if abstained else _fused(package, exact, lexical, graph, vector, request, config)
+    fused = (
+        [] if abstained else _fused(package, exact, lexical, graph, vector, request, config, level)
+    )
     k = min(adaptive_k(level, config.top_k_by_level, request.top_k), config.budget.max_documents)
     trace.stage(
         "fusion",
@@ -484,6 +486,7 @@ def _fused(
     vector: Ranked,
     request: QueryRequest,
     config: RouterConfig,
+    level: str,
 ) -> list[Fused]:
     """Exact/context targets pinned first (they are decisions), the rest fused and boosted."""
     sources = _voting_sources(lexical, vector)
@@ -493,9 +496,10 @@ def _fused(
         package, candidates, config.trust_weights, in_context, config.context_boost
     )
     sources = {name: boosted(ranked, factors) for name, ranked in sources.items()}
-    fused = fuse(sources, config.fusion, config.rrf_k, config.source_weights)
+    weights = _fusion_weights(config, level)
+    fused = fuse(sources, config.fusion, config.rrf_k, weights)
     for name, ranked in sources.items():
-        if config.source_weights.get(name, 0.0) <= 0:
+        if weights.get(name, 0.0) <= 0:
             fused = _annotate(fused, name, ranked)
     fused = _annotate(fused, "graph", [(s, v) for s, v, _ in graph])
     for item in fused:
@@ -512,6 +516,14 @@ def _fused(
     for item in pinned.values():
         item.final = max(item.final, top) + 1.0
     return list(pinned.values()) + [f for f in fused if f.section not in pinned]
+
+
+def _fusion_weights(config: RouterConfig, level: str) -> dict[str, float]:
+    """Source weights with the vector list scaled by the lexical confidence level."""
+    weights = dict(config.source_weights)
+    if "vector" in weights:
+        weights["vector"] *= config.vector_weight_by_level.get(level, 1.0)
+    return weights
 
 
 def _annotate(fused: list[Fused], name: str, ranked: Ranked) -> list[Fused]:
