@@ -43,7 +43,12 @@ from router.stages.cache import QueryCache, cache_key
 from router.stages.confidence import LexicalConfidence, confidence_level, lexical_confidence
 from router.stages.context_builder import build_context
 from router.stages.exact import ExactHit, resolve_context, resolve_exact
-from router.stages.expansion import FuzzyVocabulary, SynonymIndex, expand_terms
+from router.stages.expansion import (
+    FuzzyVocabulary,
+    SurfaceVocabulary,
+    SynonymIndex,
+    expand_terms,
+)
 from router.stages.facts import FactMatch, best_fact
 from router.stages.filters import Visibility, visible_documents, visible_sections
 from router.stages.fusion import Fused, fuse
@@ -167,7 +172,7 @@ async def run_cascade(
     weights = block_weights(package.blocks, config.field_weights)
     lexical = _lexical(package, features.terms, weights, allowed, config, trace)
     if not exact and config.corrective_expansion and _weak(lexical.confidence, config):
-        lexical = _corrective(package, lexical, weights, allowed, config, trace)
+        lexical = _corrective(package, query.text, lexical, weights, allowed, config, trace)
     else:
         trace.skip("corrective", "lexical result strong enough" if not exact else "exact hit")
 
@@ -347,31 +352,59 @@ def _weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
 
 def _corrective(
     package: KnowledgePackage,
+    text: str,
     lexical: _Lexical,
     weights: dict[str, float],
     allowed: frozenset[int] | None,
     config: RouterConfig,
     trace: _Trace,
 ) -> _Lexical:
-    """Expand once (typo repair + synonyms); keep the expansion only if confidence improves."""
+    """Expand once (typo repair, then synonyms); keep an expansion only if confidence improves.
+
+    Corrections are tried alone first: a repaired query ("certifcado de aprovasao do epi") is
+    usually precise, and appending a synonym group (EPI = equipamento de proteção individual)
+    would pull it toward the general documents. Synonyms are added when it is still weak.
+    """
     fuzzy: FuzzyVocabulary = package.derive("fuzzy", FuzzyVocabulary)
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
-    expansion = expand_terms(lexical.terms, fuzzy, synonyms)
+    unknown = _unknown_words(package, text)
+    surface = package.derive("surface", SurfaceVocabulary) if unknown else None
+    expansion = expand_terms(lexical.terms, fuzzy, synonyms, unknown, surface)
     if not expansion.changed:
         trace.stage("corrective", changed=False)
         return lexical
-    retried = _lexical(package, expansion.terms, weights, allowed, config, trace, "_expanded")
-    kept = retried.confidence.value > lexical.confidence.value
+    best, tried = lexical, []
+    if expansion.corrections:
+        corrected = expansion.terms[: len(lexical.terms)]
+        tried.append(_lexical(package, corrected, weights, allowed, config, trace, "_corrected"))
+    if expansion.synonyms and (not tried or _weak(tried[0].confidence, config)):
+        tried.append(
+            _lexical(package, expansion.terms, weights, allowed, config, trace, "_expanded")
+        )
+    for candidate in tried:
+        if candidate.confidence.value > best.confidence.value:
+            best = candidate
     trace.stage(
         "corrective",
         changed=True,
         corrections=expansion.corrections,
-        synonyms=expansion.synonyms,
+        synonyms=expansion.synonyms if best.terms == expansion.terms else [],
         before=round(lexical.confidence.value, 3),
-        after=round(retried.confidence.value, 3),
-        kept=kept,
+        after=round(best.confidence.value, 3),
+        kept=best is not lexical,
     )
-    return retried if kept else lexical
+    return best
+
+
+def _unknown_words(package: KnowledgePackage, text: str) -> dict[str, str]:
+    """Query words whose stem the index does not know (candidates for typo repair)."""
+    analyzer = package.analyzer
+    unknown = {}
+    for word in sorted(analyzer.vocabulary_words([text])):
+        stem = analyzer.word_stem(word)
+        if stem is not None and stem not in package.term_ids:
+            unknown[word] = stem
+    return unknown
 
 
 def _graph(

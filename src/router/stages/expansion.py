@@ -8,12 +8,14 @@ runs the lexical stages again once, and keeps the better of the two — it never
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from router.analysis.sound import portuguese_sound_key
+from router.analysis.text import fold
 from router.package.reader import KnowledgePackage
 
-__all__ = ["Expansion", "FuzzyVocabulary", "SynonymIndex", "expand_terms"]
+__all__ = ["Expansion", "FuzzyVocabulary", "SurfaceVocabulary", "SynonymIndex", "expand_terms"]
 
 MIN_FUZZY_LENGTH = 5  # shorter stems have too many neighbours at one edit
 
@@ -48,6 +50,57 @@ class FuzzyVocabulary:
         return max(candidates, key=lambda c: (self.document_frequency.get(c, 0), c))
 
 
+class SurfaceVocabulary:
+    """The corpus's own words (accent-folded), each with its index term, for typos that change
+    the stem: "equipamneto" stems to "equipamnet", far from "equip", but is one swap from the
+    word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese sound key).
+
+    Built lazily from the section texts the first time a query needs it.
+    """
+
+    def __init__(self, package: KnowledgePackage) -> None:
+        analyzer = package.analyzer
+        self.term_frequency = {
+            term: _document_frequency(package, i) for term, i in package.term_ids.items()
+        }
+        self.stem_of: dict[str, str] = {}
+        self.by_sound: dict[str, set[str]] = {}
+        sounds = analyzer.config.language == "portuguese"
+        texts = (f"{s.heading} {s.text}" for s in package.sections)
+        for word in analyzer.vocabulary_words(texts):
+            stem = analyzer.word_stem(word)
+            if stem is None or stem not in package.term_ids or len(word) < MIN_FUZZY_LENGTH:
+                continue
+            folded = fold(word)
+            self.stem_of.setdefault(folded, stem)
+            if sounds:  # the key needs the accents (ç is /s/, c before a is /k/)
+                self.by_sound.setdefault(portuguese_sound_key(word), set()).add(folded)
+        self.by_deletion: dict[str, list[str]] = {}
+        for folded in self.stem_of:
+            for variant in _deletions(folded):
+                self.by_deletion.setdefault(variant, []).append(folded)
+
+    def correct(self, word: str) -> str | None:
+        """Index term of the corpus word that sounds the same or is one edit away."""
+        folded = fold(word.casefold())
+        if len(folded) < MIN_FUZZY_LENGTH or _has_digit(folded) or folded in self.stem_of:
+            return None
+        candidates = (
+            set(self.by_sound.get(portuguese_sound_key(word), ())) if self.by_sound else set()
+        )
+        if not candidates:
+            candidates = set(self.by_deletion.get(folded, ()))
+            for variant in _deletions(folded):
+                if variant in self.stem_of:
+                    candidates.add(variant)
+                candidates.update(self.by_deletion.get(variant, ()))
+            candidates = {c for c in candidates if _one_edit(folded, c)}
+        stems = {self.stem_of[c] for c in candidates}
+        if not stems:
+            return None
+        return max(stems, key=lambda stem: (self.term_frequency.get(stem, 0), stem))
+
+
 class SynonymIndex:
     """Each synonym group as analyzed phrases; a phrase in the question brings in the others."""
 
@@ -79,9 +132,23 @@ class Expansion:
         return bool(self.corrections or self.synonyms)
 
 
-def expand_terms(terms: Sequence[str], fuzzy: FuzzyVocabulary, synonyms: SynonymIndex) -> Expansion:
-    """Unknown terms replaced by their correction, then synonyms of the result appended."""
+def expand_terms(
+    terms: Sequence[str],
+    fuzzy: FuzzyVocabulary,
+    synonyms: SynonymIndex,
+    unknown_words: Mapping[str, str] | None = None,
+    surface: SurfaceVocabulary | None = None,
+) -> Expansion:
+    """Unknown terms replaced by their correction, then synonyms of the result appended.
+
+    A term is corrected at the stem level first (one edit); ``unknown_words`` (query word → its
+    unknown stem) are then tried against the corpus's surface words, by sound and by one edit.
+    """
     corrections = {t: c for t in dict.fromkeys(terms) if (c := fuzzy.correct(t))}
+    if surface is not None:
+        for word, stem in (unknown_words or {}).items():
+            if stem not in corrections and (found := surface.correct(word)):
+                corrections[stem] = found
     corrected = [corrections.get(t, t) for t in terms]
     added = synonyms.expand(corrected)
     return Expansion(corrected + added, corrections, added)
