@@ -218,6 +218,8 @@ def test_spacing_and_edge_punctuation_do_not_split_the_cache(package: KnowledgeP
     cascade(package, "validade da permissão de trabalho", services=services)
     again = cascade(package, "  validade da   permissão de trabalho? ", services=services)
     assert again.metadata.cache == "memory"
+    shouted = cascade(package, "Validade da Permissão de Trabalho", services=services)
+    assert shouted.metadata.cache == "memory"  # letter case does not split the cache either
 
 
 def test_without_a_cache_nothing_is_cached(package: KnowledgePackage) -> None:

@@ -147,7 +147,7 @@ async def run_cascade(
 
     key = None
     if services.cache is not None:
-        key = _cache_key(query.text, package, request, day)
+        key = _cache_key(query.text.casefold(), package, request, day)
         cached, where = await services.cache.get(key)
         trace.stage("cache", hit=where != "miss", where=where, key=key[-12:])
         if cached is not None:
