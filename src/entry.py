@@ -1,13 +1,19 @@
-"""Cloudflare Python Worker entry point (thin): serves the router's HTTP app.
+"""Cloudflare Python Worker entry point (thin): the router's HTTP app and its cache warming.
 
-Nothing heavy happens at import time: the app and the knowledge package are created on the first
-request and kept for the isolate's life. Bindings (KV ``KNOWLEDGE_KV``, R2 ``KNOWLEDGE_BUCKET``)
-reach the service through ``env``; their adapters (and D1, Vectorize, AI) arrive with the Worker
-issue — until then this file documents the shape and is exercised by ``wrangler deploy --dry-run``.
+Nothing heavy happens at import time: FastAPI, the router and the knowledge package are imported
+and created on the first request and kept for the isolate's life. Bindings (``KNOWLEDGE_KV``,
+``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``, ``KNOWLEDGE_VECTORS``, ``AI``) reach the service only
+through ``env`` (:mod:`router.adapters.cloudflare`).
+
+- ``fetch``: the FastAPI app through the Workers ASGI bridge; handlers find ``env`` in
+  ``request.scope["env"]``.
+- ``scheduled`` (cron): writes the isolate's pending query counts and replays the most frequent
+  recent queries against the active version, so the KV query cache holds their answers.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from workers import WorkerEntrypoint  # type: ignore[import-not-found]
@@ -16,10 +22,10 @@ _app: Any = None
 
 
 def _get_app() -> Any:
+    """The FastAPI app, created on the first request of the isolate."""
     global _app
     if _app is None:
-        from router.adapters.cloudflare import service_from_env  # type: ignore[import-not-found]
-
+        from router.adapters.cloudflare import service_from_env
         from router.api.app import create_app
 
         _app = create_app(lambda request: service_from_env(request.scope["env"]))
@@ -32,6 +38,11 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
 
         return await asgi.fetch(_get_app(), request, self.env)
 
-    async def scheduled(self, controller: Any, env: Any, ctx: Any) -> None:
-        """Cron trigger: cache warming (replays frequent queries) comes with the Worker issue."""
-        return None
+    async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
+        """Cron trigger: cache warming; the report goes to the Worker's logs."""
+        from router.adapters.cloudflare import warm_from_env
+
+        scheduled_ms = getattr(controller, "scheduledTime", None)
+        now = float(scheduled_ms) / 1000 if isinstance(scheduled_ms, int | float) else None
+        report = await warm_from_env(env if env is not None else self.env, now=now)
+        print(json.dumps({"cache_warming": report.as_dict()}))

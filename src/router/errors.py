@@ -7,6 +7,7 @@ so each error class carries the code and the HTTP status it maps to.
 from __future__ import annotations
 
 __all__ = [
+    "BindingError",
     "ConfigError",
     "EmbeddingModelError",
     "IntegrityError",
@@ -82,3 +83,15 @@ class EmbeddingModelError(RouterError):
 
     code = "embedding_model_mismatch"
     http_status = 409
+
+
+class BindingError(RouterError):
+    """A platform binding (KV, R2, D1, Vectorize, Workers AI) failed or answered nonsense.
+
+    Why its own code: an outage of a backing service is neither the caller's fault (4xx) nor a
+    bug in the router; clients may retry. When it happens while loading a new knowledge version,
+    the service keeps serving the version it already holds.
+    """
+
+    code = "binding_failed"
+    http_status = 503

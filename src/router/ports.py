@@ -20,6 +20,8 @@ __all__ = [
     "GeneratedAnswer",
     "Generator",
     "KeyValueStore",
+    "LoggedQuery",
+    "QueryLog",
     "RelationalStore",
     "VectorIndex",
     "VectorMatch",
@@ -60,6 +62,54 @@ class RelationalStore(Protocol):
     async def record_version(
         self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
     ) -> None: ...
+
+
+@dataclass(frozen=True)
+class LoggedQuery:
+    """A served query as the query log keeps it.
+
+    ``request`` holds only the request fields that shape the cached answer (JSON values), so
+    replaying it computes the same cache key; ``key`` identifies the request (its normalised
+    form), ``hits`` counts its uses and ``last_seen`` is the unix time of the latest one.
+    """
+
+    key: str
+    request: dict[str, Any]
+    hits: int = 1
+    last_seen: float = 0.0
+
+
+class QueryLog(Protocol):
+    """Served queries, counted per hour, for cache warming (D1 ``query_log``; SQLite locally).
+
+    Times are unix seconds (wall clock): the log outlives isolates and processes.
+    """
+
+    async def record(self, queries: Sequence[LoggedQuery]) -> None:
+        """Add each query's ``hits`` to the hour of its ``last_seen``."""
+        ...
+
+    async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
+        """At most ``limit`` queries seen since ``since``, most used first."""
+        ...
+
+    async def prune(self, before: float) -> None:
+        """Forget the hours that ended before ``before``."""
+        ...
+
+
+class PublishJournal(Protocol):
+    """Which steps of a publish are done, keyed by target + version (see router.publisher).
+
+    Why a port: an interrupted publish must resume where it stopped, on whatever machine keeps
+    the journal (a JSON file in the local state folder; memory in tests).
+    """
+
+    async def done(self, target: str, version: str) -> set[str]: ...
+
+    async def record(self, target: str, version: str, step: str) -> None: ...
+
+    async def forget(self, target: str, version: str, steps: Sequence[str]) -> None: ...
 
 
 EmbeddingKind = Literal["query", "passage"]

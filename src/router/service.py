@@ -1,17 +1,25 @@
 """The query service: keeps the active package loaded and answers requests through the cascade.
 
 Why it holds the previous package: activating a version is a single KV write; if the newly active
-package turns out corrupt or partial, it is refused and the version already loaded keeps serving.
+package turns out corrupt or partial, it is refused and the version already loaded keeps serving
+(and is retried at most once per ``active_version_ttl_s``, not on every request).
+
+Why a TTL on the active version: in the Worker every request would otherwise pay a KV read to
+learn which version is active. With ``active_version_ttl_s`` > 0 the version read from KV is
+trusted for that long, so a new activation is picked up within the TTL, without a redeploy.
+Locally (``kr``) the TTL is 0: a ``kr build`` in another process is seen by the next query.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
-from router.errors import NoActiveVersionError, PackageFormatError
+from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
@@ -24,12 +32,26 @@ from router.ports import (
     KeyValueStore,
     VectorIndex,
 )
+from router.query_log import QueryRecorder
 from router.stages.cache import QueryCache
 from router.vectors.records import section_records
 
-__all__ = ["KnowledgeService", "package_key"]
+__all__ = [
+    "ACTIVE_VERSION_TTL_S",
+    "KnowledgeService",
+    "VectorStageFactory",
+    "package_key",
+]
 
 log = logging.getLogger(__name__)
+
+ACTIVE_VERSION_TTL_S = 10.0
+"""Seconds the Worker trusts the active version it read from KV before reading it again."""
+
+VectorStageFactory = Callable[[Manifest], tuple[Embedder | None, VectorIndex | None]]
+"""Picks the query embedder and vector index for a newly loaded package's manifest (its
+``embedding.model`` decides which embedder can query its vectors); (None, None) disables the
+vector stage for that package."""
 
 
 def package_key(version: str, name: str) -> str:
@@ -50,14 +72,39 @@ class KnowledgeService:
     # is filled by ``kr publish`` instead.
     load_vectors_on_activation: bool = False
     metrics: Metrics = field(default_factory=Metrics)
+    # 0: read the active version from KV on every request (local); the Worker uses
+    # ACTIVE_VERSION_TTL_S. ``clock`` is monotonic seconds, injected so tests control time.
+    active_version_ttl_s: float = 0.0
+    clock: Callable[[], float] = time.monotonic
+    # Called when a new package is loaded; sets ``embedder`` and ``vector_index`` to match it.
+    vector_stage: VectorStageFactory | None = None
+    # Records served queries for cache warming (best effort, never fails a query).
+    recorder: QueryRecorder | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
     last_load_error: str | None = field(default=None, init=False)
+    _version: str | None = field(default=None, init=False)
+    _version_read_at: float = field(default=0.0, init=False)
+    _refused: tuple[str, float] | None = field(default=None, init=False)
 
     async def active_version(self) -> str:
+        """The active version: from KV, or the one read less than ``active_version_ttl_s`` ago."""
+        now = self.clock()
+        if (
+            self._version is not None
+            and self.active_version_ttl_s > 0
+            and now - self._version_read_at < self.active_version_ttl_s
+        ):
+            return self._version
         version = await self.kv.get(ACTIVE_VERSION_KEY)
         if not version:
             raise NoActiveVersionError("no knowledge version is active: run `kr build` first")
+        self._version, self._version_read_at = version, now
         return version
+
+    def forget_active_version(self) -> None:
+        """Make the next request read the active version from KV (e.g. right after activating)."""
+        self._version = None
+        self._refused = None
 
     async def active_manifest(self) -> Manifest:
         """The active version's manifest (cheap: one KV read, one small blob)."""
@@ -65,24 +112,39 @@ class KnowledgeService:
         return Manifest.from_bytes(await self._blob(version, MANIFEST_NAME))
 
     async def package(self) -> KnowledgePackage:
-        """The active package, loaded once per version; a bad new version keeps the old one."""
+        """The active package, loaded once per version; a bad new version keeps the old one.
+
+        A refused version is not retried before ``active_version_ttl_s`` has passed, so a
+        corrupt activation costs one failed load per TTL, not one per request.
+        """
         version = await self.active_version()
         current = self._package
         if current is not None and current.version == version:
             return current
+        if current is not None and self._recently_refused(version):
+            return current
         try:
             loaded = await self.load(version)
-        except PackageFormatError as exc:
+        except (PackageFormatError, BindingError) as exc:
             self.last_load_error = f"{version}: {exc.message}"
+            self._refused = (version, self.clock())
             if current is None:
                 raise
             log.error("refusing knowledge version %s, still serving %s", version, current.version)
             return current
+        if self.vector_stage is not None:
+            self.embedder, self.vector_index = self.vector_stage(loaded.manifest)
         if self.load_vectors_on_activation and self.vector_index is not None:
             await self.vector_index.upsert(section_records(loaded))
         self._package = loaded
+        self._refused = None
         self.last_load_error = None
         return loaded
+
+    def _recently_refused(self, version: str) -> bool:
+        if self._refused is None or self._refused[0] != version:
+            return False
+        return self.clock() - self._refused[1] < self.active_version_ttl_s
 
     async def load(self, version: str) -> KnowledgePackage:
         manifest = await self._blob(version, MANIFEST_NAME)
@@ -94,7 +156,10 @@ class KnowledgeService:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")
         return package
 
-    async def query(self, request: QueryRequest, today: str | None = None) -> QueryResponse:
+    async def query(
+        self, request: QueryRequest, today: str | None = None, *, record: bool = True
+    ) -> QueryResponse:
+        """Answer one request; ``record=False`` keeps it out of the query log (warming)."""
         package = await self.package()
         services = CascadeServices(
             embedder=self.embedder,
@@ -103,7 +168,10 @@ class KnowledgeService:
             cache=self.cache,
             metrics=self.metrics,
         )
-        return await run_cascade(package, request, self.config, services, today=today)
+        response = await run_cascade(package, request, self.config, services, today=today)
+        if record and self.recorder is not None:
+            await self.recorder.record(request)  # best effort: never raises
+        return response
 
     async def _blob(self, version: str, name: str) -> bytes:
         blob = await self.blobs.get(package_key(version, name))

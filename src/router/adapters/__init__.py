@@ -1,1 +1,1 @@
-"""Adapters: implementations of the ports (local embedded default; Cloudflare bindings later)."""
+"""Adapters: implementations of the ports (local embedded default; Cloudflare bindings)."""

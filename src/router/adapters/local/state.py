@@ -1,23 +1,36 @@
 """Local state folder: R2 as files, D1 as SQLite built from migrations/d1, KV as a SQLite table.
 
 Why SQLite for KV too: a single-row UPDATE in a SQLite transaction is atomic, which is what the
-activation switch needs; readers see the old value or the new one.
+activation switch needs; readers see the old value or the new one. The D1 stand-in runs the same
+statements as the D1 adapter (:mod:`router.sql`), so both write the same rows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from router.ports import LoggedQuery
+from router.query_log import hour_of, row_to_logged
+from router.sql import (
+    QUERY_LOG_FREQUENT,
+    QUERY_LOG_PRUNE,
+    QUERY_LOG_RECORD,
+    version_statements,
+)
 
 __all__ = [
     "DEFAULT_STATE_DIR",
     "FolderBlobStore",
     "LocalState",
     "SqliteKeyValueStore",
+    "SqliteQueryLog",
     "SqliteRelationalStore",
     "default_state_dir",
     "migrations_dir",
@@ -121,20 +134,8 @@ class SqliteRelationalStore:
     ) -> None:
         """Replace the version's rows in one transaction (so re-publishing is idempotent)."""
         with self._connect() as db:
-            db.execute("DELETE FROM knowledge_versions WHERE version = ?", (version,))
-            db.execute(
-                "INSERT INTO knowledge_versions (version, format_version, manifest) "
-                "VALUES (?, 1, ?)",
-                (version, manifest.decode()),
-            )
-            for table, table_rows in rows.items():
-                for row in table_rows:
-                    columns = ", ".join(["version", *row])
-                    marks = ", ".join("?" * (len(row) + 1))
-                    db.execute(
-                        f"INSERT INTO knowledge_{table} ({columns}) VALUES ({marks})",
-                        (version, *row.values()),
-                    )
+            for sql, params in version_statements(version, manifest, rows):
+                db.execute(sql, params)
 
     def count(self, table: str, version: str) -> int:
         with self._connect() as db:
@@ -144,9 +145,49 @@ class SqliteRelationalStore:
         return int(row[0])
 
 
+class SqliteQueryLog:
+    """Query log stand-in: table ``query_log`` (migrations/d1/0002) in the D1 SQLite file.
+
+    The migrations are applied by :class:`SqliteRelationalStore` on the same file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=10)
+        db.row_factory = sqlite3.Row
+        return db
+
+    async def record(self, queries: Sequence[LoggedQuery]) -> None:
+        with self._connect() as db:
+            db.executemany(
+                QUERY_LOG_RECORD,
+                [
+                    (
+                        q.key,
+                        hour_of(q.last_seen),
+                        json.dumps(q.request, ensure_ascii=False, sort_keys=True),
+                        q.hits,
+                        q.last_seen,
+                    )
+                    for q in queries
+                ],
+            )
+
+    async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
+        with self._connect() as db:
+            rows = db.execute(QUERY_LOG_FREQUENT, (hour_of(since), limit)).fetchall()
+        return [row_to_logged(dict(row)) for row in rows]
+
+    async def prune(self, before: float) -> None:
+        with self._connect() as db:
+            db.execute(QUERY_LOG_PRUNE, (hour_of(before),))
+
+
 @dataclass
 class LocalState:
-    """The three local stores under one folder."""
+    """The local stores under one folder."""
 
     root: Path
 
@@ -156,3 +197,4 @@ class LocalState:
         self.blobs = FolderBlobStore(self.root / "r2")
         self.kv = SqliteKeyValueStore(self.root / "kv.sqlite")
         self.relational = SqliteRelationalStore(self.root / "d1.sqlite")
+        self.query_log = SqliteQueryLog(self.root / "d1.sqlite")

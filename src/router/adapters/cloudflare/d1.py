@@ -1,0 +1,113 @@
+"""D1 database binding as the :class:`~router.ports.RelationalStore` and
+:class:`~router.ports.QueryLog` ports (tables of ``migrations/d1``).
+
+Why batches in chunks: ``batch([...])`` runs its statements in one transaction and one round
+trip, but D1 bounds a statement to 100 bound parameters and an invocation to a limited number of
+queries, so rows go as multi-row ``INSERT``s (:func:`router.sql.version_statements`) and the
+statements as batches of at most ``max_batch`` each. Only the first batch (delete the version's
+old rows, insert the version row) must be atomic; a publish that fails half way leaves a version
+that was never activated, and publishing it again replaces its rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from router.adapters.cloudflare.jsconv import sql_params, to_js, to_py
+from router.errors import BindingError
+from router.ports import LoggedQuery
+from router.query_log import hour_of, row_to_logged
+from router.sql import (
+    QUERY_LOG_FREQUENT,
+    QUERY_LOG_PRUNE,
+    QUERY_LOG_RECORD,
+    Statement,
+    chunked,
+    version_statements,
+)
+
+__all__ = ["DEFAULT_MAX_BATCH", "D1QueryLog", "D1RelationalStore", "run_batches"]
+
+DEFAULT_MAX_BATCH = 50
+"""Statements per ``batch`` call."""
+
+
+async def run_batches(
+    binding: Any, statements: Sequence[Statement], max_batch: int = DEFAULT_MAX_BATCH
+) -> int:
+    """Run ``statements`` in order as D1 batches of at most ``max_batch``; returns the count."""
+    done = 0
+    for chunk in chunked(statements, max_batch):
+        prepared = [binding.prepare(sql).bind(*sql_params(params)) for sql, params in chunk]
+        try:
+            await binding.batch(to_js(prepared))
+        except Exception as exc:
+            raise BindingError(f"D1 batch failed after {done} statements: {exc}") from exc
+        done += len(chunk)
+    return done
+
+
+async def _all(binding: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    try:
+        result = to_py(await binding.prepare(sql).bind(*sql_params(params)).all())
+    except Exception as exc:
+        raise BindingError(f"D1 query failed: {exc}") from exc
+    rows = (result or {}).get("results") or []
+    return [dict(row) for row in rows]
+
+
+class D1RelationalStore:
+    """Writes a version's catalog rows with the same statements as the local SQLite store."""
+
+    def __init__(self, binding: Any, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+        self.binding = binding
+        self.max_batch = max_batch
+
+    async def record_version(
+        self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        await run_batches(self.binding, version_statements(version, manifest, rows), self.max_batch)
+
+    async def count(self, table: str, version: str) -> int:
+        """Rows of ``knowledge_<table>`` for ``version`` (checks and tests)."""
+        if table not in {"versions", "documents", "sections", "links", "keywords"}:
+            raise ValueError(f"unknown table {table!r}")
+        rows = await _all(
+            self.binding,
+            f"SELECT COUNT(*) AS n FROM knowledge_{table} WHERE version = ?",
+            [version],
+        )
+        return int(rows[0]["n"]) if rows else 0
+
+
+class D1QueryLog:
+    """The ``query_log`` table (migrations/d1/0002) through the D1 binding."""
+
+    def __init__(self, binding: Any, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+        self.binding = binding
+        self.max_batch = max_batch
+
+    async def record(self, queries: Sequence[LoggedQuery]) -> None:
+        statements: list[Statement] = [
+            (
+                QUERY_LOG_RECORD,
+                [
+                    q.key,
+                    hour_of(q.last_seen),
+                    json.dumps(q.request, ensure_ascii=False, sort_keys=True),
+                    q.hits,
+                    q.last_seen,
+                ],
+            )
+            for q in queries
+        ]
+        await run_batches(self.binding, statements, self.max_batch)
+
+    async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
+        rows = await _all(self.binding, QUERY_LOG_FREQUENT, [hour_of(since), limit])
+        return [row_to_logged(row) for row in rows]
+
+    async def prune(self, before: float) -> None:
+        await run_batches(self.binding, [(QUERY_LOG_PRUNE, [hour_of(before)])], self.max_batch)

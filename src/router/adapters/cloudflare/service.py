@@ -1,0 +1,242 @@
+"""The Worker's wiring: adapters from ``env`` bindings, one :class:`KnowledgeService` per isolate.
+
+Why per isolate: loading a package (R2 reads, decoding) is the expensive part of a cold request,
+so the service — with the loaded package, the LRU cache and the active-version TTL — lives in a
+module global created by the first request and reused by every later request of the isolate.
+Why the embedder is chosen per package: vectors are only comparable with query vectors of the
+model that made them, so when a package is loaded its manifest's ``embedding.model`` picks the
+embedder (``@cf/...`` → Workers AI, ``hash-trigram-256`` → the pure-Python test embedder); a
+package without vectors, or without a usable embedder or index, runs without the vector stage.
+
+Binding names (wrangler.toml): ``KNOWLEDGE_KV``, ``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``,
+``KNOWLEDGE_VECTORS``, ``AI``; any may be absent (tests, partial deployments). Optional
+variables: ``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from router.adapters.cloudflare.d1 import D1QueryLog, D1RelationalStore
+from router.adapters.cloudflare.jsconv import binding, to_py
+from router.adapters.cloudflare.kv import WorkersKV
+from router.adapters.cloudflare.r2 import R2BlobStore
+from router.adapters.cloudflare.vectorize import VectorizeIndex
+from router.adapters.cloudflare.workers_ai import (
+    DEFAULT_LLM_MODEL,
+    WorkersAiEmbedder,
+    WorkersAiGenerator,
+)
+from router.config import DEFAULT_CACHE_ENTRIES, RouterConfig
+from router.errors import ConfigError
+from router.package.manifest import Manifest
+from router.ports import Embedder, VectorIndex
+from router.query_log import QueryRecorder
+from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, VectorStageFactory
+from router.stages.cache import QueryCache
+from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
+from router.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
+
+__all__ = [
+    "AI_BINDING",
+    "BUCKET_BINDING",
+    "CACHE_TTL_S",
+    "DB_BINDING",
+    "KV_BINDING",
+    "LOG_FLUSH_EVERY",
+    "LOG_FLUSH_INTERVAL_S",
+    "VECTORS_BINDING",
+    "CloudflareBindings",
+    "WorkerSettings",
+    "bindings",
+    "build_service",
+    "reset_service",
+    "service_from_env",
+    "settings_from_env",
+    "warm_from_env",
+]
+
+log = logging.getLogger(__name__)
+
+KV_BINDING = "KNOWLEDGE_KV"
+BUCKET_BINDING = "KNOWLEDGE_BUCKET"
+DB_BINDING = "KNOWLEDGE_DB"
+VECTORS_BINDING = "KNOWLEDGE_VECTORS"
+AI_BINDING = "AI"
+
+CACHE_TTL_S = 24 * 3600
+"""KV expiration of query-cache entries (they are keyed by version and day)."""
+LOG_FLUSH_EVERY = 10
+LOG_FLUSH_INTERVAL_S = 60.0
+"""The Worker writes the query log every 10 queries or 60 s per isolate (one D1 batch)."""
+
+
+@dataclass
+class CloudflareBindings:
+    """Adapters over the bindings present in ``env`` (None for each one that is absent).
+
+    Vectorize and Workers AI stay raw: their adapters need the model and dimensions of the
+    package being served, which only its manifest knows (:meth:`vector_index`,
+    :meth:`embedder`).
+    """
+
+    kv: WorkersKV | None = None
+    blobs: R2BlobStore | None = None
+    relational: D1RelationalStore | None = None
+    query_log: D1QueryLog | None = None
+    vectors_binding: Any = None
+    ai_binding: Any = None
+
+    def vector_index(self, dimensions: int) -> VectorizeIndex | None:
+        if self.vectors_binding is None:
+            return None
+        return VectorizeIndex(self.vectors_binding, dimensions)
+
+    def embedder(self, model: str | None, dimensions: int) -> Embedder | None:
+        """The query embedder producing ``model`` vectors, or None when none is available."""
+        if model == HASH_MODEL_ID:
+            return HashEmbedder()
+        if model and model.startswith("@cf/") and self.ai_binding is not None:
+            return WorkersAiEmbedder(self.ai_binding, model, dimensions)
+        return None
+
+    def generator(self, model: str = DEFAULT_LLM_MODEL) -> WorkersAiGenerator | None:
+        if self.ai_binding is None:
+            return None
+        return WorkersAiGenerator(self.ai_binding, model)
+
+    def vector_stage(self, manifest: Manifest) -> tuple[Embedder | None, VectorIndex | None]:
+        """Embedder and index for a package (a :data:`~router.service.VectorStageFactory`)."""
+        embedding = manifest.embedding
+        if not embedding:
+            return None, None
+        model = embedding.get("model")
+        dimensions = int(embedding.get("dimensions", 0))
+        embedder = self.embedder(model, dimensions)
+        index = self.vector_index(dimensions) if embedder is not None else None
+        if embedder is None or index is None:
+            log.warning(
+                "knowledge version %s: no vector stage (model %r, Vectorize %s, AI %s)",
+                manifest.knowledge_version,
+                model,
+                "bound" if self.vectors_binding is not None else "absent",
+                "bound" if self.ai_binding is not None else "absent",
+            )
+            return None, None
+        return embedder, index
+
+
+def bindings(env: Any) -> CloudflareBindings:
+    """Adapters for the bindings of ``env`` (a Worker env, or any object/mapping in tests)."""
+    kv = binding(env, KV_BINDING)
+    bucket = binding(env, BUCKET_BINDING)
+    db = binding(env, DB_BINDING)
+    return CloudflareBindings(
+        kv=WorkersKV(kv) if kv is not None else None,
+        blobs=R2BlobStore(bucket) if bucket is not None else None,
+        relational=D1RelationalStore(db) if db is not None else None,
+        query_log=D1QueryLog(db) if db is not None else None,
+        vectors_binding=binding(env, VECTORS_BINDING),
+        ai_binding=binding(env, AI_BINDING),
+    )
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Knobs of the Worker service, from ``env`` variables (named defaults otherwise)."""
+
+    active_version_ttl_s: float = ACTIVE_VERSION_TTL_S
+    cache_ttl_s: int = CACHE_TTL_S
+    cache_entries: int = DEFAULT_CACHE_ENTRIES
+    llm_model: str = DEFAULT_LLM_MODEL
+    warm_limit: int = DEFAULT_WARM_LIMIT
+    log_flush_every: int = LOG_FLUSH_EVERY
+    log_flush_interval_s: float = LOG_FLUSH_INTERVAL_S
+
+
+def settings_from_env(env: Any) -> WorkerSettings:
+    """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``."""
+    defaults = WorkerSettings()
+    return WorkerSettings(
+        active_version_ttl_s=_number(
+            env, "KR_ACTIVE_VERSION_TTL_S", defaults.active_version_ttl_s, float
+        ),
+        cache_ttl_s=_number(env, "KR_CACHE_TTL_S", defaults.cache_ttl_s, int),
+        llm_model=str(to_py(binding(env, "KR_LLM_MODEL")) or defaults.llm_model),
+        warm_limit=_number(env, "KR_WARM_LIMIT", defaults.warm_limit, int),
+    )
+
+
+def build_service(
+    cf: CloudflareBindings,
+    settings: WorkerSettings | None = None,
+    config: RouterConfig | None = None,
+) -> KnowledgeService:
+    """A service over the bindings: KV-backed LRU cache, active-version TTL, vector stage per
+    package, Workers AI generator when ``AI`` is bound, query recording when D1 is bound."""
+    settings = settings or WorkerSettings()
+    if cf.kv is None or cf.blobs is None:
+        missing = [n for n, a in ((KV_BINDING, cf.kv), (BUCKET_BINDING, cf.blobs)) if a is None]
+        raise ConfigError(f"the Worker needs the {' and '.join(missing)} binding(s)")
+    vector_stage: VectorStageFactory = cf.vector_stage
+    recorder = None
+    if cf.query_log is not None:
+        recorder = QueryRecorder(
+            cf.query_log,
+            flush_every=settings.log_flush_every,
+            flush_interval_s=settings.log_flush_interval_s,
+        )
+    return KnowledgeService(
+        kv=cf.kv,
+        blobs=cf.blobs,
+        config=config or RouterConfig(),
+        generator=cf.generator(settings.llm_model),
+        cache=QueryCache(settings.cache_entries, cf.kv.with_ttl(settings.cache_ttl_s)),
+        active_version_ttl_s=settings.active_version_ttl_s,
+        vector_stage=vector_stage,
+        recorder=recorder,
+    )
+
+
+_service: KnowledgeService | None = None
+
+
+def service_from_env(env: Any) -> KnowledgeService:
+    """The isolate's service, built from ``env`` on the first call and reused afterwards."""
+    global _service
+    if _service is None:
+        _service = build_service(bindings(env), settings_from_env(env))
+    return _service
+
+
+def reset_service() -> None:
+    """Forget the isolate's service (tests; a new ``env`` builds a new one)."""
+    global _service
+    _service = None
+
+
+async def warm_from_env(env: Any, now: float | None = None) -> WarmReport:
+    """The scheduled handler's work: write this isolate's pending query counts, then replay
+    the most frequent recent queries so the KV query cache holds their answers."""
+    service = service_from_env(env)
+    if service.recorder is not None:
+        await service.recorder.flush()
+    query_log = bindings(env).query_log
+    if query_log is None:
+        return WarmReport(skipped=f"no {DB_BINDING} binding: no query log")
+    return await warm_cache(service, query_log, settings_from_env(env).warm_limit, now=now)
+
+
+def _number(env: Any, name: str, default: Any, kind: type) -> Any:
+    raw = to_py(binding(env, name))
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value

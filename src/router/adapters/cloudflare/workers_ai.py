@@ -1,0 +1,123 @@
+"""Workers AI binding as the :class:`~router.ports.Embedder` and :class:`~router.ports.Generator`
+ports.
+
+Why the embedder is named by model: a package's vectors can only be queried with the model that
+made them, and the manifest records that model id (``@cf/baai/bge-m3`` for packages published to
+Cloudflare); the service picks this embedder when the active manifest names a ``@cf/`` model.
+bge-m3 needs no "query:"/"passage:" prefixes, so ``kind`` does not change the request.
+
+Why the generator reuses :mod:`router.stages.generation`: the prompt layout (router policy,
+knowledge as delimited data, question) and the citation parsing are product rules shared with the
+OpenAI-compatible adapter; only the transport differs. Every failure becomes a
+:class:`~router.stages.generation.GenerationError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from router.adapters.cloudflare.jsconv import to_js, to_py
+from router.contract import AgentKnowledgeContext
+from router.errors import BindingError
+from router.ports import GeneratedAnswer
+from router.sql import chunked
+from router.stages.generation import GenerationError, build_messages, parse_citations
+
+__all__ = [
+    "BGE_M3_DIMENSIONS",
+    "BGE_M3_MODEL",
+    "DEFAULT_LLM_MODEL",
+    "MAX_EMBED_BATCH",
+    "WorkersAiEmbedder",
+    "WorkersAiGenerator",
+]
+
+BGE_M3_MODEL = "@cf/baai/bge-m3"
+BGE_M3_DIMENSIONS = 1024
+MAX_EMBED_BATCH = 100
+"""Texts per ``AI.run`` call of an embedding model."""
+DEFAULT_LLM_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
+"""Instruct model for optional LLM answers (multilingual; follows the citation format)."""
+DEFAULT_MAX_TOKENS = 512
+
+
+class WorkersAiEmbedder:
+    """``await AI.run(model, {"text": [...]})`` → ``data`` rows, in batches of ≤ 100 texts."""
+
+    def __init__(
+        self,
+        binding: Any,
+        model: str = BGE_M3_MODEL,
+        dimensions: int = BGE_M3_DIMENSIONS,
+        batch_size: int = MAX_EMBED_BATCH,
+    ) -> None:
+        self.binding = binding
+        self.model_id = model
+        self.dimensions = dimensions
+        self.batch_size = max(1, min(batch_size, MAX_EMBED_BATCH))
+
+    async def embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for chunk in chunked(list(texts), self.batch_size):
+            try:
+                result = to_py(await self.binding.run(self.model_id, to_js({"text": list(chunk)})))
+            except Exception as exc:
+                raise BindingError(f"Workers AI {self.model_id} failed: {exc}") from exc
+            rows = result.get("data") if isinstance(result, dict) else None
+            if not isinstance(rows, list) or len(rows) != len(chunk):
+                raise BindingError(
+                    f"Workers AI {self.model_id} returned no data for {len(chunk)} texts"
+                )
+            for row in rows:
+                if not isinstance(row, list) or len(row) != self.dimensions:
+                    size = len(row) if isinstance(row, list) else type(row).__name__
+                    raise BindingError(
+                        f"Workers AI {self.model_id} returned a vector of {size}; "
+                        f"expected {self.dimensions} dimensions"
+                    )
+                vectors.append([float(v) for v in row])
+        return vectors
+
+
+class WorkersAiGenerator:
+    """One chat run at temperature 0 over :func:`build_messages`; cited ids parsed from the
+    text (the router checks them against the retrieved chunks)."""
+
+    def __init__(
+        self, binding: Any, model: str = DEFAULT_LLM_MODEL, max_tokens: int = DEFAULT_MAX_TOKENS
+    ) -> None:
+        self.binding = binding
+        self.model = model
+        self.max_tokens = max_tokens
+
+    async def generate(self, question: str, context: AgentKnowledgeContext) -> GeneratedAnswer:
+        body = {
+            "messages": build_messages(question, context),
+            "temperature": 0,
+            "max_tokens": self.max_tokens,
+        }
+        try:
+            result = to_py(await self.binding.run(self.model, to_js(body)))
+        except Exception as exc:
+            raise GenerationError(f"Workers AI {self.model} failed: {exc}") from exc
+        text = _reply_text(result)
+        if text is None:
+            raise GenerationError(f"Workers AI {self.model} returned no text response")
+        return GeneratedAnswer(text=text, cited_ids=parse_citations(text), model=self.model)
+
+
+def _reply_text(result: Any) -> str | None:
+    """``{"response": "..."}`` (Workers AI text generation) or an OpenAI-style ``choices``."""
+    if isinstance(result, str):
+        return result
+    if not isinstance(result, dict):
+        return None
+    response = result.get("response")
+    if isinstance(response, str):
+        return response
+    try:
+        content = result["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None

@@ -1,0 +1,119 @@
+"""SQL shared by the D1 adapter and the local SQLite adapter (tables of ``migrations/d1``).
+
+Why statements as data: D1 is reached through ``prepare(sql).bind(...)`` and ``batch([...])``,
+the local default through ``sqlite3``; building the statements once, here, keeps both adapters
+writing the same rows with the same SQL, and keeps D1's limits (at most 100 bound parameters per
+statement) in one place. Pure Python: it runs in the Worker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from router.package.manifest import Manifest
+
+__all__ = [
+    "CATALOG_TABLES",
+    "MAX_BOUND_PARAMETERS",
+    "QUERY_LOG_FREQUENT",
+    "QUERY_LOG_PRUNE",
+    "QUERY_LOG_RECORD",
+    "Statement",
+    "chunked",
+    "version_statements",
+]
+
+MAX_BOUND_PARAMETERS = 100
+"""D1's limit of bound parameters per statement (SQLite's own limit is far higher)."""
+
+CATALOG_TABLES = ("documents", "sections", "links", "keywords")
+"""Tables ``knowledge_<name>`` holding one version's rows (children of ``knowledge_versions``)."""
+
+Statement = tuple[str, list[Any]]
+"""One SQL statement with its positional (``?``) parameters."""
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+QUERY_LOG_RECORD = (
+    "INSERT INTO query_log (request_key, hour, request, hits, last_seen) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (request_key, hour) DO UPDATE SET hits = hits + excluded.hits, "
+    "last_seen = max(last_seen, excluded.last_seen)"
+)
+"""Count ``hits`` more uses of one request in one hour (parameters: key, hour, JSON, hits, at)."""
+
+QUERY_LOG_FREQUENT = (
+    "SELECT request_key, MAX(request) AS request, SUM(hits) AS hits, MAX(last_seen) AS last_seen "
+    "FROM query_log WHERE hour >= ? GROUP BY request_key "
+    "ORDER BY hits DESC, last_seen DESC, request_key LIMIT ?"
+)
+"""The most used requests since an hour (parameters: first hour, limit), most used first."""
+
+QUERY_LOG_PRUNE = "DELETE FROM query_log WHERE hour < ?"
+"""Forget the hours before one (parameter: first hour kept)."""
+
+
+def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """``items`` in consecutive slices of at most ``size`` (none for an empty sequence)."""
+    if size < 1:
+        raise ValueError(f"chunk size must be positive, got {size}")
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def version_statements(
+    version: str,
+    manifest: bytes,
+    rows: Mapping[str, Sequence[Mapping[str, Any]]],
+    max_parameters: int = MAX_BOUND_PARAMETERS,
+) -> list[Statement]:
+    """Statements that replace every row of ``version`` (so re-publishing is idempotent).
+
+    First the version's old rows are deleted (children explicitly, so it does not depend on
+    foreign-key enforcement), then the version row is inserted, then the catalog rows as
+    multi-row ``INSERT``s of at most ``max_parameters`` bound values each.
+    """
+    format_version = Manifest.from_bytes(manifest).format_version
+    statements: list[Statement] = [
+        (f"DELETE FROM knowledge_{table} WHERE version = ?", [version])
+        for table in reversed(CATALOG_TABLES)
+    ]
+    statements.append(("DELETE FROM knowledge_versions WHERE version = ?", [version]))
+    statements.append(
+        (
+            "INSERT INTO knowledge_versions (version, format_version, manifest) VALUES (?, ?, ?)",
+            [version, format_version, manifest.decode("utf-8")],
+        )
+    )
+    for table, table_rows in rows.items():
+        statements.extend(_insert_statements(table, version, table_rows, max_parameters))
+    return statements
+
+
+def _insert_statements(
+    table: str, version: str, rows: Sequence[Mapping[str, Any]], max_parameters: int
+) -> Iterator[Statement]:
+    if table not in CATALOG_TABLES:
+        raise ValueError(f"unknown catalog table {table!r}; expected one of {CATALOG_TABLES}")
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(row)
+    for names, group in groups.items():
+        columns = ["version", *names]
+        for column in columns:
+            if not _IDENTIFIER.match(column):
+                raise ValueError(f"invalid column name {column!r} for knowledge_{table}")
+        per_statement = max_parameters // len(columns)
+        if per_statement < 1:
+            raise ValueError(f"knowledge_{table} rows have more than {max_parameters} columns")
+        placeholder = "(" + ", ".join("?" * len(columns)) + ")"
+        for chunk in chunked(group, per_statement):
+            sql = f"INSERT INTO knowledge_{table} ({', '.join(columns)}) VALUES " + ", ".join(
+                [placeholder] * len(chunk)
+            )
+            params: list[Any] = []
+            for row in chunk:
+                params.append(version)
+                params.extend(row[name] for name in names)
+            yield sql, params
