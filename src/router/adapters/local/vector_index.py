@@ -17,7 +17,6 @@ while ``return_values`` still returns the stored float32 values, as Vectorize do
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -26,6 +25,17 @@ import numpy as np
 from router.errors import ConfigError, InvalidRequestError
 from router.ports import VectorMatch, VectorRecord
 from router.vectors.metadata_filter import matches, validate_filter
+from router.vectors.vectorize_rules import (
+    MAX_DIMENSIONS,
+    MAX_ID_BYTES,
+    MAX_METADATA_BYTES,
+    MAX_NAMESPACE_BYTES,
+    MAX_TOP_K,
+    MAX_TOP_K_WITH_PAYLOAD,
+)
+from router.vectors.vectorize_rules import check_metadata as _metadata_copy
+from router.vectors.vectorize_rules import check_text as _check_text
+from router.vectors.vectorize_rules import check_top_k as _check_top_k
 
 __all__ = [
     "MAX_DIMENSIONS",
@@ -36,14 +46,6 @@ __all__ = [
     "MAX_TOP_K_WITH_PAYLOAD",
     "LocalVectorIndex",
 ]
-
-MAX_TOP_K = 100
-MAX_TOP_K_WITH_PAYLOAD = 20
-"""Vectorize's cap on topK when values or all metadata are returned."""
-MAX_ID_BYTES = 64
-MAX_NAMESPACE_BYTES = 64
-MAX_METADATA_BYTES = 10 * 1024
-MAX_DIMENSIONS = 1536
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -273,41 +275,6 @@ def _best(scores: np.ndarray, top_k: int, accept: Callable[[int], bool]) -> list
             if len(picked) == top_k:
                 floor = score
     return picked
-
-
-def _check_top_k(top_k: int, *, with_payload: bool) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int):
-        raise InvalidRequestError(f"top_k must be an integer, got {top_k!r}")
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidRequestError(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
-    if with_payload and top_k > MAX_TOP_K_WITH_PAYLOAD:
-        raise InvalidRequestError(
-            f"top_k is at most {MAX_TOP_K_WITH_PAYLOAD} when values or metadata are returned, "
-            f"got {top_k}"
-        )
-
-
-def _check_text(value: Any, what: str, max_bytes: int) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidRequestError(f"{what} must be a non-empty string, got {value!r}")
-    if len(value.encode("utf-8")) > max_bytes:
-        raise InvalidRequestError(f"{what} {value!r} is longer than {max_bytes} bytes")
-
-
-def _metadata_copy(vector_id: str, metadata: Any) -> dict[str, Any]:
-    """A private JSON copy, so later changes to the caller's dict cannot alter the index."""
-    if not isinstance(metadata, dict):
-        raise InvalidRequestError(f"metadata of {vector_id!r} must be an object")
-    try:
-        encoded = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidRequestError(f"metadata of {vector_id!r} is not JSON: {exc}") from exc
-    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise InvalidRequestError(
-            f"metadata of {vector_id!r} is larger than {MAX_METADATA_BYTES} bytes of JSON"
-        )
-    copied: dict[str, Any] = json.loads(encoded)
-    return copied
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
