@@ -583,6 +583,13 @@ def test_settings_come_from_env_variables() -> None:
         settings_from_env(fake_env(KR_CACHE_TTL_S="soon"))
 
 
+def test_latency_budget_comes_from_env_and_reaches_the_cascade() -> None:
+    default = settings_from_env(fake_env()).router_config()
+    assert default.budget.max_latency_ms == RetrievalBudget().max_latency_ms
+    relaxed = settings_from_env(fake_env(KR_MAX_LATENCY_MS="5000")).router_config()
+    assert relaxed.budget.max_latency_ms == 5000.0
+
+
 def test_worker_service_answers_and_caches_in_memory_then_kv(env: Any) -> None:
     first = ask(service_from_env(env))
     assert first.results[0].doc_id == "apr" and first.metadata.cache == "miss"

@@ -15,6 +15,7 @@ variables: ``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from router.adapters.cloudflare.workers_ai import (
     WorkersAiEmbedder,
     WorkersAiGenerator,
 )
-from router.config import DEFAULT_CACHE_ENTRIES, RouterConfig
+from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
 from router.package.manifest import Manifest
 from router.ports import Embedder, VectorIndex
@@ -154,10 +155,17 @@ class WorkerSettings:
     warm_limit: int = DEFAULT_WARM_LIMIT
     log_flush_every: int = LOG_FLUSH_EVERY
     log_flush_interval_s: float = LOG_FLUSH_INTERVAL_S
+    max_latency_ms: float = RetrievalBudget().max_latency_ms
+
+    def router_config(self) -> RouterConfig:
+        """The cascade's configuration with this Worker's latency budget."""
+        budget = dataclasses.replace(RetrievalBudget(), max_latency_ms=self.max_latency_ms)
+        return RouterConfig(budget=budget)
 
 
 def settings_from_env(env: Any) -> WorkerSettings:
-    """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``."""
+    """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
+    ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21)."""
     defaults = WorkerSettings()
     return WorkerSettings(
         active_version_ttl_s=_number(
@@ -166,6 +174,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
         cache_ttl_s=_number(env, "KR_CACHE_TTL_S", defaults.cache_ttl_s, int),
         llm_model=str(to_py(binding(env, "KR_LLM_MODEL")) or defaults.llm_model),
         warm_limit=_number(env, "KR_WARM_LIMIT", defaults.warm_limit, int),
+        max_latency_ms=_number(env, "KR_MAX_LATENCY_MS", defaults.max_latency_ms, float),
     )
 
 
@@ -191,7 +200,7 @@ def build_service(
     return KnowledgeService(
         kv=cf.kv,
         blobs=cf.blobs,
-        config=config or RouterConfig(),
+        config=config or settings.router_config(),
         generator=cf.generator(settings.llm_model),
         cache=QueryCache(settings.cache_entries, cf.kv.with_ttl(settings.cache_ttl_s)),
         active_version_ttl_s=settings.active_version_ttl_s,
