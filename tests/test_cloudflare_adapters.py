@@ -68,6 +68,7 @@ from router.config import RetrievalBudget, RouterConfig
 from router.contract import QueryRequest
 from router.errors import BindingError, ConfigError, InvalidRequestError, PackageFormatError
 from router.package.manifest import Manifest
+from router.package.reader import load_package
 from router.pipeline import run_query
 from router.ports import (
     ACTIVE_VERSION_KEY,
@@ -758,7 +759,9 @@ def test_worker_vector_fallback_queries_vectorize_with_the_packages_model(
     loaded = run(service.package())
     index = cf.vector_index(256)
     assert index is not None
-    run(index.upsert(section_records(loaded)))  # what `kr publish` does for Vectorize
+    assert loaded.vectors is None  # the isolate never reads vectors.bin: Vectorize holds them
+    full = load_package(files["manifest.json"], files.__getitem__)
+    run(index.upsert(section_records(full)))  # what `kr publish` does for Vectorize
     response = ask(service, LOW_LEXICAL)
     vector = response.trace["stages"]["vector"]
     assert vector["model"] == HASH_MODEL_ID and vector["matches"]

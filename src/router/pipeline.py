@@ -483,7 +483,7 @@ def _vector_skip_reason(
 ) -> str | None:
     if services.embedder is None or services.vector_index is None:
         return "no embedder or vector index configured"
-    if package.vectors is None:
+    if package.embedding_model is None:
         return "package has no section vectors"
     if config.always_vector:
         return None

@@ -22,7 +22,7 @@ from router.contract import QueryRequest, QueryResponse
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.reader import KnowledgePackage, load_package
+from router.package.reader import KnowledgePackage, artifact_names, load_package
 from router.pipeline import CascadeServices, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
@@ -146,12 +146,18 @@ class KnowledgeService:
             return False
         return self.clock() - self._refused[1] < self.active_version_ttl_s
 
+    @property
+    def needs_vectors(self) -> bool:
+        """Section vectors are read from the package only to fill an in-process index."""
+        return self.load_vectors_on_activation
+
     async def load(self, version: str) -> KnowledgePackage:
         manifest = await self._blob(version, MANIFEST_NAME)
         artifacts = {}
-        for name in Manifest.from_bytes(manifest).artifact_names:
+        wanted = artifact_names(Manifest.from_bytes(manifest), with_vectors=self.needs_vectors)
+        for name in wanted:
             artifacts[name] = await self._blob(version, name)
-        package = load_package(manifest, artifacts.__getitem__)
+        package = load_package(manifest, artifacts.__getitem__, with_vectors=self.needs_vectors)
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")
         return package

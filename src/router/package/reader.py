@@ -20,7 +20,7 @@ from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.postings import Postings, decode_blocks
 from router.package.vectors import SectionVectors, decode_vectors
 
-__all__ = ["ExactTarget", "KnowledgePackage", "load_package"]
+__all__ = ["ExactTarget", "KnowledgePackage", "artifact_names", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
 
@@ -83,10 +83,19 @@ class KnowledgePackage:
             self.exact = _exact_keys(self)
 
 
-def load_package(manifest_blob: bytes, fetch: ArtifactFetcher) -> KnowledgePackage:
-    """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes."""
+def load_package(
+    manifest_blob: bytes, fetch: ArtifactFetcher, *, with_vectors: bool = True
+) -> KnowledgePackage:
+    """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
+
+    ``with_vectors=False`` leaves ``vectors.bin`` unread: a server whose vector index is remote
+    (Vectorize) never needs the section vectors in memory (SciFact's are 8 MB of the isolate).
+    """
     manifest = Manifest.from_bytes(manifest_blob)
-    blobs = {name: manifest.verify(name, fetch(name)) for name in manifest.artifact_names}
+    blobs = {
+        name: manifest.verify(name, fetch(name))
+        for name in artifact_names(manifest, with_vectors=with_vectors)
+    }
     try:
         catalog = json.loads(blobs["catalog.json"])
         terms = json.loads(blobs["terms.json"])
@@ -119,6 +128,11 @@ def load_package(manifest_blob: bytes, fetch: ArtifactFetcher) -> KnowledgePacka
         synonyms=[list(g) for g in catalog.get("synonyms", [])],
         byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
     )
+
+
+def artifact_names(manifest: Manifest, *, with_vectors: bool = True) -> list[str]:
+    """The artifacts a reader fetches: all of them, or all but the section vectors."""
+    return [n for n in manifest.artifact_names if with_vectors or n != VECTORS_NAME]
 
 
 def _decode_catalog(catalog: dict[str, Any]) -> tuple[list[Document], list[Section], list[int]]:
