@@ -312,6 +312,28 @@ def test_a_fresh_cache_over_the_same_kv_serves_from_kv_then_memory(
     assert cascade(package, EXACT_ID, services=other_isolate).metadata.cache == "memory"
 
 
+def test_kv_cache_write_can_wait_until_after_the_response(package: KnowledgePackage) -> None:
+    kv, later = DictKV(), []
+    services = CascadeServices(cache=QueryCache(16, kv), defer=later.append)
+    response = cascade(package, EXACT_ID, services=services)
+    assert response.metadata.cache == "miss" and not kv.data  # answered before the KV write
+    assert cascade(package, EXACT_ID, services=services).metadata.cache == "memory"
+    for work in later:
+        asyncio.run(work)
+    assert [key for key in kv.data if key.startswith(CACHE_PREFIX)]
+
+
+def test_a_failing_kv_write_never_fails_the_query(package: KnowledgePackage) -> None:
+    class BrokenKV(DictKV):
+        async def put(self, key: str, value: str) -> None:
+            raise ConnectionError("KV is down")
+
+    response = cascade(
+        package, EXACT_ID, services=CascadeServices(cache=QueryCache(16, BrokenKV()))
+    )
+    assert response.results[0].section_id.startswith(EXACT_ID)
+
+
 def test_kv_layer_over_the_local_sqlite_state(package: KnowledgePackage, state: LocalState) -> None:
     first = cascade(
         package, "O que é APR?", services=CascadeServices(cache=QueryCache(4, state.kv))

@@ -28,6 +28,7 @@ from router.contract import (
     RetrievalResult,
     UiContext,
 )
+from router.deferral import Defer
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
 from router.ports import Embedder, Generator, VectorIndex
@@ -77,6 +78,8 @@ class CascadeServices:
     generator: Generator | None = None
     cache: QueryCache | None = None
     metrics: Metrics | None = None
+    # Runs side effects (the KV cache copy) after the response when the HTTP layer allows it.
+    defer: Defer | None = None
 
 
 @dataclass
@@ -270,7 +273,7 @@ async def run_cascade(
     )
     _count(services.metrics, response, exact)
     if services.cache is not None and key is not None:
-        await services.cache.put(key, response.model_dump(mode="json"))
+        await services.cache.put(key, response.model_dump(mode="json"), services.defer)
     return response
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
+from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
 from router.package.manifest import MANIFEST_NAME, Manifest
@@ -163,9 +164,15 @@ class KnowledgeService:
         return package
 
     async def query(
-        self, request: QueryRequest, today: str | None = None, *, record: bool = True
+        self,
+        request: QueryRequest,
+        today: str | None = None,
+        *,
+        record: bool = True,
+        defer: Defer | None = None,
     ) -> QueryResponse:
-        """Answer one request; ``record=False`` keeps it out of the query log (warming)."""
+        """Answer one request; ``record=False`` keeps it out of the query log (warming);
+        ``defer`` runs the KV cache write and the query-log batch after the response."""
         package = await self.package()
         services = CascadeServices(
             embedder=self.embedder,
@@ -173,10 +180,11 @@ class KnowledgeService:
             generator=self.generator,
             cache=self.cache,
             metrics=self.metrics,
+            defer=defer,
         )
         response = await run_cascade(package, request, self.config, services, today=today)
         if record and self.recorder is not None:
-            await self.recorder.record(request)  # best effort: never raises
+            await run_or_defer(self.recorder.record(request), defer, "query log")
         return response
 
     async def _blob(self, version: str, name: str) -> bytes:

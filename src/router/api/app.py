@@ -6,9 +6,9 @@ Why one factory: ``kr serve`` (uvicorn) and the Worker (ASGI bridge) serve the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request
+from fastapi import BackgroundTasks, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
@@ -22,6 +22,10 @@ from router.service import KnowledgeService
 __all__ = ["create_app"]
 
 ServiceFactory = Callable[[Request], KnowledgeService]
+
+
+async def _run(work: Awaitable[None]) -> None:
+    await work
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -67,8 +71,12 @@ def create_app(
         return _error(500, "internal_error", f"{type(exc).__name__}")
 
     @app.post("/v1/query", response_model=QueryResponse)
-    async def query(body: QueryRequest, request: Request) -> QueryResponse:
-        return await resolve(request).query(body)
+    async def query(
+        body: QueryRequest, request: Request, after_response: BackgroundTasks
+    ) -> QueryResponse:
+        # KV cache copy and query-log batch run after the answer is sent (waitUntil in Workers).
+        service = resolve(request)
+        return await service.query(body, defer=lambda work: after_response.add_task(_run, work))
 
     @app.get("/v1/health")
     async def health(request: Request) -> JSONResponse:

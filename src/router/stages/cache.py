@@ -12,6 +12,7 @@ import json
 from collections import OrderedDict
 from typing import Any
 
+from router.deferral import Defer, run_or_defer
 from router.ports import KeyValueStore
 
 __all__ = ["CACHE_PREFIX", "LruCache", "QueryCache", "cache_key"]
@@ -84,7 +85,10 @@ class QueryCache:
                 return value, "kv"
         return None, "miss"
 
-    async def put(self, key: str, value: dict[str, Any]) -> None:
+    async def put(self, key: str, value: dict[str, Any], defer: Defer | None = None) -> None:
+        """Memory now; the KV copy (slow, shared across isolates) after the response when the
+        caller can defer it, and best effort: a failed KV write never fails the query."""
         self.memory.put(key, value)
         if self.kv is not None:
-            await self.kv.put(key, json.dumps(value, ensure_ascii=False))
+            write = self.kv.put(key, json.dumps(value, ensure_ascii=False))
+            await run_or_defer(write, defer, "query cache KV write")
