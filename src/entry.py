@@ -28,8 +28,20 @@ def _get_app() -> Any:
         from router.adapters.cloudflare import service_from_env
         from router.api.app import create_app
 
-        _app = create_app(lambda request: service_from_env(request.scope["env"]))
+        _app = create_app(
+            lambda request: service_from_env(request.scope["env"]), defer=_after_response
+        )
     return _app
+
+
+def _after_response(work: Any) -> None:
+    """KV cache copy and query-log batch after the response: ``ctx.waitUntil`` keeps the
+    isolate alive for them (the ASGI bridge would await background tasks before answering)."""
+    import asyncio
+
+    from workers import wait_until
+
+    wait_until(asyncio.ensure_future(work))
 
 
 class Default(WorkerEntrypoint):  # type: ignore[misc]

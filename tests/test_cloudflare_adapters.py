@@ -584,6 +584,16 @@ def test_settings_come_from_env_variables() -> None:
         settings_from_env(fake_env(KR_CACHE_TTL_S="soon"))
 
 
+def test_query_log_can_be_switched_off() -> None:
+    assert settings_from_env(fake_env()).query_log is True
+    assert settings_from_env(fake_env(KR_QUERY_LOG="off")).query_log is False
+    with pytest.raises(ConfigError, match="KR_QUERY_LOG"):
+        settings_from_env(fake_env(KR_QUERY_LOG="maybe"))
+    quiet = settings_from_env(fake_env(KR_QUERY_LOG="off"))
+    assert build_service(bindings(cloudflare_env()), quiet).recorder is None
+    assert build_service(bindings(cloudflare_env()), WorkerSettings()).recorder is not None
+
+
 def test_latency_budget_comes_from_env_and_reaches_the_cascade() -> None:
     default = settings_from_env(fake_env()).router_config()
     assert default.budget.max_latency_ms == RetrievalBudget().max_latency_ms

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from router import __version__
 from router.contract import QueryRequest, QueryResponse
+from router.deferral import Defer
 from router.errors import RouterError
 from router.service import KnowledgeService
 
@@ -33,9 +34,17 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 
 
 def create_app(
-    service: KnowledgeService | ServiceFactory, allowed_origins: list[str] | None = None
+    service: KnowledgeService | ServiceFactory,
+    allowed_origins: list[str] | None = None,
+    defer: Defer | None = None,
 ) -> FastAPI:
-    """Build the app; ``service`` is a ready service or a factory taking the request."""
+    """Build the app; ``service`` is a ready service or a factory taking the request.
+
+    ``defer`` schedules post-response work (KV cache copy, query-log batch). By default it is
+    Starlette's background tasks, which run after the body is sent under uvicorn; the Workers
+    ASGI bridge awaits them before returning a buffered response, so the Worker passes
+    ``ctx.waitUntil`` instead (src/entry.py).
+    """
     app = FastAPI(title="Knowledge Router", version=__version__)
     app.add_middleware(
         CORSMiddleware,
@@ -76,7 +85,8 @@ def create_app(
     ) -> QueryResponse:
         # KV cache copy and query-log batch run after the answer is sent (waitUntil in Workers).
         service = resolve(request)
-        return await service.query(body, defer=lambda work: after_response.add_task(_run, work))
+        later = defer or (lambda work: after_response.add_task(_run, work))
+        return await service.query(body, defer=later)
 
     @app.get("/v1/health")
     async def health(request: Request) -> JSONResponse:

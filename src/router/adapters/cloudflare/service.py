@@ -156,6 +156,7 @@ class WorkerSettings:
     log_flush_every: int = LOG_FLUSH_EVERY
     log_flush_interval_s: float = LOG_FLUSH_INTERVAL_S
     max_latency_ms: float = RetrievalBudget().max_latency_ms
+    query_log: bool = True  # KR_QUERY_LOG=off: no query text is stored (privacy), no warming
 
     def router_config(self) -> RouterConfig:
         """The cascade's configuration with this Worker's latency budget."""
@@ -165,7 +166,8 @@ class WorkerSettings:
 
 def settings_from_env(env: Any) -> WorkerSettings:
     """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
-    ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21)."""
+    ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21),
+    ``KR_QUERY_LOG`` (on/off)."""
     defaults = WorkerSettings()
     return WorkerSettings(
         active_version_ttl_s=_number(
@@ -175,6 +177,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
         llm_model=str(to_py(binding(env, "KR_LLM_MODEL")) or defaults.llm_model),
         warm_limit=_number(env, "KR_WARM_LIMIT", defaults.warm_limit, int),
         max_latency_ms=_number(env, "KR_MAX_LATENCY_MS", defaults.max_latency_ms, float),
+        query_log=_switch(env, "KR_QUERY_LOG", defaults.query_log),
     )
 
 
@@ -191,7 +194,7 @@ def build_service(
         raise ConfigError(f"the Worker needs the {' and '.join(missing)} binding(s)")
     vector_stage: VectorStageFactory = cf.vector_stage
     recorder = None
-    if cf.query_log is not None:
+    if cf.query_log is not None and settings.query_log:
         recorder = QueryRecorder(
             cf.query_log,
             flush_every=settings.log_flush_every,
@@ -236,6 +239,16 @@ async def warm_from_env(env: Any, now: float | None = None) -> WarmReport:
     if query_log is None:
         return WarmReport(skipped=f"no {DB_BINDING} binding: no query log")
     return await warm_cache(service, query_log, settings_from_env(env).warm_limit, now=now)
+
+
+def _switch(env: Any, name: str, default: bool) -> bool:
+    raw = to_py(binding(env, name))
+    if raw is None or raw == "":
+        return default
+    value = str(raw).strip().lower()
+    if value not in ("on", "off", "true", "false", "1", "0"):
+        raise ConfigError(f"{name} must be on or off, got {raw!r}")
+    return value in ("on", "true", "1")
 
 
 def _number(env: Any, name: str, default: Any, kind: type) -> Any:
