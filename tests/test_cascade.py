@@ -52,8 +52,8 @@ ALFA = "construtora-alfa"
 BETA = "metalurgica-beta"
 # Queries whose behaviour through the lexical stages is known (measured on the sample knowledge).
 HIGH_LEXICAL = "inventário de riscos"  # HIGH without an exact hit
-MEDIUM_LEXICAL = "treinamento de funcionários novos"  # MEDIUM: matches, no decisive margin
-LOW_LEXICAL = "qual o ramal da brigada em caso de emergência?"  # LOW; tenant rules apply
+MEDIUM_LEXICAL = "quem paga o capacete"  # MEDIUM: matches, no decisive strength
+LOW_LEXICAL = "número da brigada em caso de emergência"  # weak (MEDIUM); tenant rules apply
 LOW_MANY = "quem pode mandar parar o serviço se enxergar perigo?"  # LOW, 50+ candidates
 EXACT_ID = "workPermit.validity"
 OUT_OF_SCOPE = "receita de bolo de cenoura"
