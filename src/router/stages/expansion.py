@@ -8,7 +8,7 @@ runs the lexical stages again once, and keeps the better of the two — it never
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from router.analysis.sound import portuguese_sound_key
@@ -18,10 +18,19 @@ from router.package.reader import KnowledgePackage
 __all__ = ["Expansion", "FuzzyVocabulary", "SurfaceVocabulary", "SynonymIndex", "expand_terms"]
 
 MIN_FUZZY_LENGTH = 5  # shorter stems have too many neighbours at one edit
+SURFACE_TEXT_BUDGET = 1_000_000
+"""Characters of text whose words the surface vocabulary indexes: every title, heading, keyword
+and alias, then section bodies in order until the budget is spent. All of SciFact's 7.5 M
+characters took 12 s and 47 MiB to index for a rare repair; the sample knowledge fits whole."""
 
 
 class FuzzyVocabulary:
-    """Single-deletion neighbourhoods (SymSpell, distance 1) of every indexed term."""
+    """Indexed terms one edit away from an unknown term (Damerau distance 1).
+
+    Why candidates are generated at query time (Norvig) instead of a SymSpell deletion index:
+    the index cost 73 MiB for SciFact's 30k terms — more than half a Worker isolate — while a
+    repair runs only on weak queries and checks ~50 × length candidates against the term dict.
+    """
 
     def __init__(self, package: KnowledgePackage) -> None:
         self.term_ids = package.term_ids
@@ -29,22 +38,13 @@ class FuzzyVocabulary:
             term: _document_frequency(package, term_id)
             for term, term_id in package.term_ids.items()
         }
-        self.by_deletion: dict[str, list[str]] = {}
-        for term in package.term_ids:
-            if len(term) >= MIN_FUZZY_LENGTH - 1:
-                for variant in _deletions(term):
-                    self.by_deletion.setdefault(variant, []).append(term)
+        self.alphabet = _alphabet(package.term_ids)
 
     def correct(self, term: str) -> str | None:
         """The most frequent indexed term one edit away (insert, delete, substitute, swap)."""
         if len(term) < MIN_FUZZY_LENGTH or term in self.term_ids or _has_digit(term):
             return None
-        candidates: set[str] = set(self.by_deletion.get(term, ()))
-        for variant in _deletions(term):
-            if variant in self.term_ids:
-                candidates.add(variant)
-            candidates.update(self.by_deletion.get(variant, ()))
-        candidates = {c for c in candidates if c != term and _one_edit(term, c)}
+        candidates = {c for c in _edits(term, self.alphabet) if c in self.term_ids}
         if not candidates:
             return None
         return max(candidates, key=lambda c: (self.document_frequency.get(c, 0), c))
@@ -55,7 +55,7 @@ class SurfaceVocabulary:
     the stem: "equipamneto" stems to "equipamnet", far from "equip", but is one swap from the
     word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese sound key).
 
-    Built lazily from the section texts the first time a query needs it.
+    Built lazily the first time a query needs it.
     """
 
     def __init__(self, package: KnowledgePackage) -> None:
@@ -66,7 +66,7 @@ class SurfaceVocabulary:
         self.stem_of: dict[str, str] = {}
         self.by_sound: dict[str, set[str]] = {}
         sounds = analyzer.config.language == "portuguese"
-        texts = (f"{s.heading} {s.text}" for s in package.sections)
+        texts = _surface_texts(package, SURFACE_TEXT_BUDGET)
         for word in analyzer.vocabulary_words(texts):
             stem = analyzer.word_stem(word)
             if stem is None or stem not in package.term_ids or len(word) < MIN_FUZZY_LENGTH:
@@ -75,10 +75,7 @@ class SurfaceVocabulary:
             self.stem_of.setdefault(folded, stem)
             if sounds:  # the key needs the accents (ç is /s/, c before a is /k/)
                 self.by_sound.setdefault(portuguese_sound_key(word), set()).add(folded)
-        self.by_deletion: dict[str, list[str]] = {}
-        for folded in self.stem_of:
-            for variant in _deletions(folded):
-                self.by_deletion.setdefault(variant, []).append(folded)
+        self.alphabet = _alphabet(self.stem_of)
 
     def correct(self, word: str) -> str | None:
         """Index term of the corpus word that sounds the same or is one edit away."""
@@ -89,12 +86,7 @@ class SurfaceVocabulary:
             set(self.by_sound.get(portuguese_sound_key(word), ())) if self.by_sound else set()
         )
         if not candidates:
-            candidates = set(self.by_deletion.get(folded, ()))
-            for variant in _deletions(folded):
-                if variant in self.stem_of:
-                    candidates.add(variant)
-                candidates.update(self.by_deletion.get(variant, ()))
-            candidates = {c for c in candidates if _one_edit(folded, c)}
+            candidates = {c for c in _edits(folded, self.alphabet) if c in self.stem_of}
         stems = {self.stem_of[c] for c in candidates}
         if not stems:
             return None
@@ -159,26 +151,32 @@ def _has_digit(term: str) -> bool:
     return any(ch.isdigit() for ch in term)
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """Damerau distance exactly 1: one insertion, deletion, substitution or adjacent swap."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    start = 0
-    while start < len(a) and a[start] == b[start]:
-        start += 1
-    if len(a) == len(b):
-        rest = a[start + 1 :] == b[start + 1 :]
-        swapped = (
-            a[start : start + 2] == b[start : start + 2][::-1] and a[start + 2 :] == b[start + 2 :]
-        )
-        return rest or swapped
-    return a[start:] == b[start + 1 :]
+def _surface_texts(package: KnowledgePackage, budget: int) -> list[str]:
+    """Names of things first (titles, keywords, aliases, headings), then bodies to ``budget``."""
+    texts = [f"{d.title} {' '.join(d.keywords)} {' '.join(d.aliases)}" for d in package.documents]
+    texts += [section.heading for section in package.sections]
+    spent = sum(len(text) for text in texts)
+    for section in package.sections:
+        if spent + len(section.text) > budget:
+            break
+        texts.append(section.text)
+        spent += len(section.text)
+    return texts
 
 
-def _deletions(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+def _alphabet(words: Iterable[str]) -> str:
+    """Letters of the vocabulary (no digits: codes are never corrected)."""
+    return "".join(sorted({ch for word in words for ch in word if ch.isalpha()}))
+
+
+def _edits(word: str, alphabet: str) -> set[str]:
+    """Every string one deletion, adjacent swap, substitution or insertion away from ``word``."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    deletes = {a + b[1:] for a, b in splits if b}
+    swaps = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    replaces = {a + ch + b[1:] for a, b in splits if b for ch in alphabet}
+    inserts = {a + ch + b for a, b in splits for ch in alphabet}
+    return (deletes | swaps | replaces | inserts) - {word}
 
 
 def _document_frequency(package: KnowledgePackage, term_id: int) -> int:
