@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): query throughput of the compiled pure-Python scorer vs bm25s vs rank_bm25
-on SciFact, side by side in one run, plus p50/p95 latency of the cascade stages on the sample
-knowledge. Prints ratios; machines are noisy, so compare within one run only.
+on SciFact, side by side in one run; index build time per 1,000 documents and package bytes per
+million postings on every collection in ../shared/data; p50/p95 latency of the cascade stages on
+the sample knowledge. Prints ratios; machines are noisy, so compare within one run only.
 
-usage: python bench/bm25_throughput.py [--data ../shared/data/scifact] [--repeat 3]
+usage: python bench/bm25_throughput.py [--data ../shared/data] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -32,6 +33,33 @@ def _rate(label: str, queries: int, seconds: float) -> float:
     rate = queries / seconds
     print(f"  {label:<38} {rate:>9.0f} q/s")
     return rate
+
+
+def index_builds(data: Path) -> None:
+    """Build cost and size of the product's package (BM25F, no vectors) per collection."""
+    print("index build (analyzer + bm25s + package, BM25F, no vectors), one run each:")
+    print(
+        f"  {'collection':<11} {'docs':>6} {'build s':>8} {'s / 1k docs':>11} "
+        f"{'postings':>9} {'package MB':>10} {'MB / M postings':>15} {'postings.bin / M':>16}"
+    )
+    for folder in sorted(p for p in data.iterdir() if (p / "corpus.jsonl").is_file()):
+        collection = load_beir(folder)
+        language = "portuguese" if folder.name in ("faquad-ir", "pira-pt") else "english"
+        started = time.perf_counter()
+        compiled = compile_documents(
+            collection.documents, BuildConfig(analyzer=AnalyzerConfig(language=language))
+        )
+        build_s = time.perf_counter() - started
+        files = compiled.files()
+        size = sum(len(b) for b in files.values())
+        postings = compiled.manifest.counts["postings"]
+        docs = len(collection.documents)
+        print(
+            f"  {folder.name:<11} {docs:>6} {build_s:>8.2f} {1000 * build_s / docs:>11.2f} "
+            f"{postings:>9} {size / 1e6:>10.2f} {size / postings:>15.2f} "
+            f"{len(files['postings.bin']) / postings:>16.2f}"
+        )
+    print("  (MB per million postings = bytes per posting)")
 
 
 def scorer_throughput(data: Path, repeat: int) -> None:
@@ -140,13 +168,18 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-builds", action="store_true", help="no per-collection build table")
     args = parser.parse_args()
-    if args.data.is_dir():
-        scorer_throughput(args.data, args.repeat)
+    scifact = args.data / "scifact"
+    if scifact.is_dir():
+        scorer_throughput(scifact, args.repeat)
     else:
-        print(f"SciFact not found at {args.data}: skipping the throughput comparison")
+        print(f"SciFact not found at {scifact}: skipping the throughput comparison")
+    if args.data.is_dir() and not args.skip_builds:
+        print()
+        index_builds(args.data)
     stage_latency(args.repeat)
     return 0
 

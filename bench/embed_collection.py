@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+from kr.beir_eval import cascade_query_text
 from router.adapters.local.e5_embedder import E5Embedder
 from router.compile.beir import load_beir
 from router.compile.vector_cache import VectorCache
@@ -23,7 +24,9 @@ from router.vectors.passages import passage_text
 def embed_collection(folder: Path, embedder: E5Embedder, cache: VectorCache) -> None:
     collection = load_beir(folder)
     with (folder / "queries.jsonl").open(encoding="utf-8") as handle:
-        queries = [json.loads(line)["text"] for line in handle]
+        # the vector stage embeds the normalized query (edge punctuation stripped), so that
+        # is the text cached; kr.beir_eval.plan_vectors checks the same form
+        queries = [cascade_query_text(json.loads(line)["text"]) for line in handle]
     passages = [passage_text(doc, doc.sections[0]) for doc in collection.documents]
     for kind, texts in (("query", queries), ("passage", passages)):
         started, done = time.perf_counter(), 0

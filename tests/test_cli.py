@@ -46,6 +46,11 @@ def test_eval_prints_the_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[s
     state = str(tmp_path / "state")
     main(["build", str(KNOWLEDGE), "--state", state, "--embedder", "hash"])
     capsys.readouterr()
-    assert main(["eval", str(GOLDEN), "--state", state, "--json"]) == 0
+    reports = tmp_path / "reports"
+    args = ["eval", str(GOLDEN), "--state", state, "--json", "--report-dir", str(reports)]
+    assert main(args) == 0
     metrics = json.loads(capsys.readouterr().out)["overall"]
-    assert {"hit@1", "hit@3", "mrr", "abstention_acc"} <= set(metrics)
+    assert {"hit@1", "hit@3", "mrr", "ndcg@10", "abstention_precision"} <= set(metrics)
+    saved = json.loads((reports / "metrics.json").read_text(encoding="utf-8"))
+    assert saved["overall"] == metrics and len(saved["per_category"]) > 5
+    assert (reports / "report.md").is_file() and (reports / "categories.png").is_file()

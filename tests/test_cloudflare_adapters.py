@@ -91,7 +91,7 @@ from router.warming import warm_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 APR = "O que é APR?"
-LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak lexical result: reaches the vector fallback
+LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak: reaches the vector fallback
 BOTH = ["local", "cloudflare"]
 
 

@@ -31,7 +31,7 @@ from router.errors import (
 )
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.ports import ACTIVE_VERSION_KEY, PublishJournal
-from router.publisher import PublishReport, PublishTarget, publish, publish_package
+from router.publisher import PublishReport, PublishTarget, publish_package
 from router.service import KnowledgeService, package_key
 from router.stages.cache import QueryCache
 
@@ -126,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     pub.add_argument("--env", choices=ENVIRONMENTS, help="wrangler environment ([env.NAME])")
     pub.add_argument("--no-activate", action="store_true", help="publish without activating")
+    pub.add_argument(
+        "--force",
+        action="store_true",
+        help="activate without the quality gate (the forced activation is logged)",
+    )
+    gate_args(pub)
     pub.add_argument(
         "--api-base",
         help="Cloudflare API base URL ($CLOUDFLARE_API_BASE_URL; default: the real one)",
@@ -324,9 +330,7 @@ async def _publish(args: argparse.Namespace) -> int:
     if args.local:
         target, where = _wrangler_target(args)
         print(f"publishing {manifest.knowledge_version} to {where}", flush=True)
-        report = await publish(
-            files, target, journal, activate_now=activate_now, on_step=_print_step
-        )
+        report = await _gated_publish(args, files, target, journal, activate_now)
     else:
         report, where = await _publish_remote(args, files, manifest, journal, activate_now)
     if report.vectors_skipped:
@@ -336,6 +340,29 @@ async def _publish(args: argparse.Namespace) -> int:
         )
     _print_outcome(report, where)
     return 0
+
+
+async def _gated_publish(
+    args: argparse.Namespace,
+    files: dict[str, bytes],
+    target: PublishTarget,
+    journal: PublishJournal,
+    activate_now: bool,
+) -> PublishReport:
+    """The quality gate before the activation step (kr.commands.gated_publish)."""
+    from kr.commands import gated_publish
+    from kr.gate import ActivationLog
+
+    return await gated_publish(
+        files,
+        target,
+        journal,
+        activate_now=activate_now,
+        force=args.force,
+        settings=_gate_settings(args),
+        log=ActivationLog(args.state or default_state_dir()),
+        on_step=_print_step,
+    )
 
 
 def _wrangler_target(args: argparse.Namespace) -> tuple[PublishTarget, str]:
@@ -424,13 +451,7 @@ async def _publish_remote(
             relational=D1RelationalStore(D1Database(api, settings.d1_database_id)),
             vectors=vectors,
         )
-        report = await publish(
-            files,
-            target,
-            journal,
-            activate_now=activate_now,
-            on_step=_print_step,
-        )
+        report = await _gated_publish(args, files, target, journal, activate_now)
     return report, where
 
 
@@ -490,7 +511,7 @@ async def _eval(args: argparse.Namespace) -> int:
 
     request = EvalRequest(
         target=args.target,
-        state=_state(args.state),
+        state=args.state,
         package=args.package,
         split=args.split,
         embedder=args.embedder,

@@ -9,12 +9,15 @@ from __future__ import annotations
 __all__ = [
     "BindingError",
     "ConfigError",
+    "DatasetError",
     "EmbeddingModelError",
     "IntegrityError",
     "InvalidRequestError",
     "KnowledgeFormatError",
     "NoActiveVersionError",
+    "NoPreviousVersionError",
     "PackageFormatError",
+    "QualityGateError",
     "RouterError",
 ]
 
@@ -78,6 +81,13 @@ class NoActiveVersionError(RouterError):
     http_status = 503
 
 
+class NoPreviousVersionError(NoActiveVersionError):
+    """A rollback was asked for but no previous knowledge version is recorded."""
+
+    code = "no_previous_version"
+    http_status = 409
+
+
 class EmbeddingModelError(RouterError):
     """The query embedder is not the model the package's vectors were computed with."""
 
@@ -95,3 +105,30 @@ class BindingError(RouterError):
 
     code = "binding_failed"
     http_status = 503
+
+
+class DatasetError(RouterError):
+    """An evaluation set (golden JSONL, BEIR folder) is missing, incomplete or malformed.
+
+    Why its own code: ``kr eval`` and ``kr gate`` read sets the user points them at; a wrong
+    path or split is the user's to fix, and the message says what was expected where.
+    """
+
+    code = "dataset_error"
+    http_status = 400
+
+
+class QualityGateError(RouterError):
+    """A candidate package scored below the active one by more than a tolerance.
+
+    Why an error: the gate's verdict must stop an activation wherever it is asked for (``kr
+    build``, ``kr publish``); ``details`` holds the readable diff (metrics and the queries that
+    got worse) for the caller to print.
+    """
+
+    code = "quality_gate"
+    http_status = 409
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details

@@ -1,0 +1,59 @@
+"""Progress and notes on stderr, so stdout stays the command's result (a table or JSON).
+
+Why rich, and only on a terminal: SciFact's 300 queries through the hybrid cascade take a while
+and a bar says how long; in a pipe or a CI log an animated bar is noise, so it is left out.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["PROGRESS_MIN_ITEMS", "Advance", "progress_bar", "say"]
+
+PROGRESS_MIN_ITEMS = 50
+"""Runs shorter than this finish before a bar would be worth drawing."""
+
+Advance = Callable[[int], None]
+
+
+def say(message: str) -> None:
+    """A note for the person at the terminal (stderr)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def _ignore(_: int) -> None:
+    return None
+
+
+@contextmanager
+def progress_bar(total: int, description: str) -> Iterator[Advance]:
+    """Yields ``advance(n)``; draws a transient rich bar on a terminal for long runs."""
+    if total < PROGRESS_MIN_ITEMS or not sys.stderr.isatty():
+        yield _ignore
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(description, total=total)
+
+        def advance(count: int) -> None:
+            progress.advance(task, count)
+
+        yield advance
