@@ -27,6 +27,7 @@ __all__ = [
     "REPLAYED_FIELDS",
     "QueryRecorder",
     "hour_of",
+    "logged_params",
     "logged_query",
     "replayable_fields",
     "request_key",
@@ -46,6 +47,12 @@ SECONDS_PER_HOUR = 3600
 def hour_of(at: float) -> int:
     """The hour bucket (unix time // 3600) the log counts ``at`` in."""
     return int(at // SECONDS_PER_HOUR)
+
+
+def logged_params(query: LoggedQuery) -> list[Any]:
+    """Parameters of ``sql.QUERY_LOG_RECORD`` for one logged query (D1 and SQLite alike)."""
+    request = json.dumps(query.request, ensure_ascii=False, sort_keys=True)
+    return [query.key, hour_of(query.last_seen), request, query.hits, query.last_seen]
 
 
 def replayable_fields(request: QueryRequest) -> dict[str, Any] | None:

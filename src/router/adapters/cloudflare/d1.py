@@ -11,14 +11,13 @@ that was never activated, and publishing it again replaces its rows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from router.adapters.cloudflare.jsconv import sql_params, to_js, to_py
 from router.errors import BindingError
 from router.ports import LoggedQuery
-from router.query_log import hour_of, row_to_logged
+from router.query_log import hour_of, logged_params, row_to_logged
 from router.sql import (
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,
@@ -90,19 +89,7 @@ class D1QueryLog:
         self.max_batch = max_batch
 
     async def record(self, queries: Sequence[LoggedQuery]) -> None:
-        statements: list[Statement] = [
-            (
-                QUERY_LOG_RECORD,
-                [
-                    q.key,
-                    hour_of(q.last_seen),
-                    json.dumps(q.request, ensure_ascii=False, sort_keys=True),
-                    q.hits,
-                    q.last_seen,
-                ],
-            )
-            for q in queries
-        ]
+        statements: list[Statement] = [(QUERY_LOG_RECORD, logged_params(q)) for q in queries]
         await run_batches(self.binding, statements, self.max_batch)
 
     async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:

@@ -7,7 +7,6 @@ statements as the D1 adapter (:mod:`router.sql`), so both write the same rows.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import tempfile
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from router.ports import LoggedQuery
-from router.query_log import hour_of, row_to_logged
+from router.query_log import hour_of, logged_params, row_to_logged
 from router.sql import (
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,
@@ -161,19 +160,7 @@ class SqliteQueryLog:
 
     async def record(self, queries: Sequence[LoggedQuery]) -> None:
         with self._connect() as db:
-            db.executemany(
-                QUERY_LOG_RECORD,
-                [
-                    (
-                        q.key,
-                        hour_of(q.last_seen),
-                        json.dumps(q.request, ensure_ascii=False, sort_keys=True),
-                        q.hits,
-                        q.last_seen,
-                    )
-                    for q in queries
-                ],
-            )
+            db.executemany(QUERY_LOG_RECORD, [logged_params(q) for q in queries])
 
     async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
         with self._connect() as db:
