@@ -760,6 +760,44 @@ def test_cli_publishes_a_package_folder_and_a_rerun_does_nothing(
     capsys.readouterr()
 
 
+def test_cli_rollback_on_cloudflare_restores_the_previous_version(
+    fake: FakeServer,
+    embedded: BuildResult,
+    second: CompiledPackage,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _cli_env(monkeypatch, fake)
+    monkeypatch.chdir(tmp_path)
+    journal = FileJournal(tmp_path / "journal")
+    first = embedded.package.knowledge_version
+    _run(_publish(fake, embedded.package.files(), journal))
+    _run(_publish(fake, second.files(), journal))
+    assert main(["rollback", "--api-base", fake.base_url]) == 0
+    assert fake.state.kv[ACTIVE_VERSION_KEY] == first
+    assert fake.state.kv[PREVIOUS_VERSION_KEY] == second.knowledge_version
+    assert f"knowledge version {first} active on Cloudflare" in capsys.readouterr().out
+    assert main(["rollback", "--api-base", fake.base_url]) == 0  # and back again
+    assert fake.state.kv[ACTIVE_VERSION_KEY] == second.knowledge_version
+
+
+def test_cli_rollback_on_cloudflare_refuses_a_missing_previous_package(
+    fake: FakeServer,
+    embedded: BuildResult,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _cli_env(monkeypatch, fake)
+    monkeypatch.chdir(tmp_path)
+    _run(_publish(fake, embedded.package.files(), FileJournal(tmp_path / "journal")))
+    active = embedded.package.knowledge_version
+    assert main(["rollback", "--api-base", fake.base_url]) == 1  # nothing recorded before
+    fake.state.kv[PREVIOUS_VERSION_KEY] = "kv-0000000000000000"  # never uploaded
+    assert main(["rollback", "--api-base", fake.base_url]) == 1
+    assert fake.state.kv[ACTIVE_VERSION_KEY] == active  # unchanged
+
+
 def test_cli_errors_are_one_line_without_traceback(
     fake: FakeServer,
     tmp_path: Path,

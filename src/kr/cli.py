@@ -202,6 +202,11 @@ def _parser() -> argparse.ArgumentParser:
 
     back = sub.add_parser("rollback", help="activate the previous knowledge version")
     state_arg(back)
+    back.add_argument(
+        "--env", choices=ENVIRONMENTS, help="roll back on Cloudflare (wrangler [env.NAME])"
+    )
+    back.add_argument("--api-base", help="Cloudflare API base URL (implies a remote rollback)")
+    back.add_argument("--config", type=Path, help="wrangler.toml (default: ./wrangler.toml)")
     return parser
 
 
@@ -565,11 +570,37 @@ async def _gate(args: argparse.Namespace) -> int:
 async def _rollback(args: argparse.Namespace) -> int:
     from kr.commands import rollback_command
 
+    if args.env or args.api_base:
+        return await _rollback_remote(args)
     state = _state(args.state)
     now, before = await rollback_command(state)
     print(
         f"knowledge version {now} active in {state.root} (rolled back from {before}; "
         "`kr rollback` again returns to it)"
+    )
+    return 0
+
+
+async def _rollback_remote(args: argparse.Namespace) -> int:
+    """The previous version back on Cloudflare: verified from R2, then the KV switch."""
+    from kr.gate import rollback
+    from router.adapters.cloudflare_api import (
+        CloudflareAPI,
+        CloudflareSettings,
+        KVNamespaceStore,
+        R2ObjectStore,
+    )
+
+    config = args.config or (DEFAULT_WRANGLER_TOML if DEFAULT_WRANGLER_TOML.exists() else None)
+    settings = CloudflareSettings.resolve(
+        wrangler_toml=config, env=args.env, environ=os.environ, options={"base_url": args.api_base}
+    )
+    async with CloudflareAPI(settings.account_id, settings.api_token, settings.base_url) as api:
+        kv = KVNamespaceStore(api, settings.kv_namespace_id)
+        now, before = await rollback(kv, R2ObjectStore(api, settings.bucket))
+    print(
+        f"knowledge version {now} active on Cloudflare account {settings.account_id} "
+        f"(rolled back from {before}; the Worker serves it within its version TTL)"
     )
     return 0
 
