@@ -18,7 +18,7 @@ __all__ = ["KeywordEntry", "KeywordIndex", "keyword_matches"]
 _KIND_RANK = {"keyword": 0, "alias": 0, "title": 1, "heading": 2, "link": 3}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KeywordEntry:
     terms: frozenset[str]
     section: int
@@ -30,6 +30,10 @@ class KeywordIndex:
 
     def __init__(self, package: KnowledgePackage) -> None:
         self.by_term: dict[str, list[KeywordEntry]] = {}
+        # One entry per (phrase, section): a document's title is usually its first heading too,
+        # and SciFact's 5k duplicates cost 7 MiB of an isolate. Curated kinds are added first,
+        # so the entry kept has the best kind.
+        self._seen: set[tuple[frozenset[str], int]] | None = set()
         analyze = package.analyzer.terms
         for doc_index, doc in enumerate(package.documents):
             first = package.first_section(doc_index)
@@ -48,11 +52,13 @@ class KeywordIndex:
                 target = targets.get(link.target)
                 if target is not None and link.label and link.label != link.target:
                     self._add(analyze(link.label), target, "link")
+        self._seen = None  # only needed while building
 
     def _add(self, terms: Sequence[str], section: int, kind: str) -> None:
         key = frozenset(terms)
-        if not key:
+        if not key or self._seen is None or (key, section) in self._seen:
             return
+        self._seen.add((key, section))
         entry = KeywordEntry(key, section, kind)
         for term in key:
             self.by_term.setdefault(term, []).append(entry)
