@@ -15,6 +15,7 @@ import re
 import sys
 from pathlib import Path
 
+from kr.answering import package_folder_files
 from kr.gate import GATE_BLOCKED_EXIT, GateSettings
 from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_by_name, embedder_for_model
 from router.adapters.local.state import LocalState, default_state_dir
@@ -263,7 +264,7 @@ async def _package_files(spec: str | None, state_root: Path | None) -> dict[str,
     """The files of the package to publish: a folder, a version of the local state, or the
     version active in the local state (what ``kr build`` last activated)."""
     if spec and Path(spec).is_dir():
-        return _folder_files(Path(spec))
+        return package_folder_files(Path(spec))
     if spec and not _VERSION.match(spec):
         raise ConfigError(f"{spec!r} is neither a package folder nor a knowledge version")
     state = _state(state_root)
@@ -282,23 +283,6 @@ async def _package_files(spec: str | None, state_root: Path | None) -> dict[str,
         if blob is None:
             raise PackageFormatError(f"version {version} in {state.root} has no {name}")
         files[name] = blob
-    return files
-
-
-def _folder_files(folder: Path) -> dict[str, bytes]:
-    if not (folder / MANIFEST_NAME).is_file():
-        versions = sorted(p for p in folder.iterdir() if (p / MANIFEST_NAME).is_file())
-        if len(versions) != 1:
-            listed = ", ".join(p.name for p in versions)
-            hint = f"; it holds {listed}: pass one of them" if versions else ""
-            raise ConfigError(f"{folder} has no {MANIFEST_NAME}{hint}")
-        folder = versions[0]
-    manifest = (folder / MANIFEST_NAME).read_bytes()
-    files = {MANIFEST_NAME: manifest}
-    for name in Manifest.from_bytes(manifest).artifact_names:
-        if not (folder / name).is_file():
-            raise PackageFormatError(f"{folder} has no {name}")
-        files[name] = (folder / name).read_bytes()
     return files
 
 
