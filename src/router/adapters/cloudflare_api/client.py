@@ -18,11 +18,11 @@ import email.utils
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import httpx
 
+from router.adapters.http_client import OwnedHttpClient
 from router.errors import RouterError
 
 __all__ = [
@@ -97,7 +97,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class CloudflareAPI:
+class CloudflareAPI(OwnedHttpClient):
     """One account of the Cloudflare API, authenticated with an API token (``Bearer``).
 
     Owns (and closes) its httpx client unless one is injected; use ``async with`` or
@@ -119,31 +119,8 @@ class CloudflareAPI:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self._token = api_token
-        self._timeout_s = timeout_s
-        self._client = client
-        self._owns_client = client is None
+        super().__init__(client, timeout_s)
         self._sleep = sleep
-
-    async def __aenter__(self) -> CloudflareAPI:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout_s)
-        return self._client
 
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text

@@ -8,11 +8,11 @@ sans-I/O stage (:mod:`router.stages.generation`). Every failure becomes a
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
 import httpx
 
+from router.adapters.http_client import OwnedHttpClient
 from router.contract import AgentKnowledgeContext
 from router.ports import GeneratedAnswer
 from router.stages.generation import GenerationError, build_messages, parse_citations
@@ -22,7 +22,7 @@ __all__ = ["OpenAICompatibleGenerator"]
 _MAX_BODY_IN_ERROR = 200
 
 
-class OpenAICompatibleGenerator:
+class OpenAICompatibleGenerator(OwnedHttpClient):
     """Writes an answer from the context package only, at temperature 0.
 
     Owns (and closes) its httpx client unless one is injected; use ``async with`` or
@@ -41,26 +41,7 @@ class OpenAICompatibleGenerator:
         self._url = httpx.URL(base_url.rstrip("/") + "/chat/completions")
         self._shown_url = str(self._url.copy_with(username=None, password=None, query=None))
         self._api_key = api_key
-        self._timeout_s = timeout_s
-        self._client = client
-        self._owns_client = client is None
-
-    async def __aenter__(self) -> OpenAICompatibleGenerator:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Closes the client if this generator created it; an injected client is left open."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        super().__init__(client, timeout_s)
 
     async def generate(self, question: str, context: AgentKnowledgeContext) -> GeneratedAnswer:
         """One chat completion over :func:`build_messages`; cited ids parsed from the text."""
@@ -85,11 +66,6 @@ class OpenAICompatibleGenerator:
 
     def _fail(self, message: str) -> GenerationError:
         return GenerationError(self._redact(f"LLM endpoint {self._shown_url}: {message}"))
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-        return self._client
 
     async def _post(self, body: dict[str, Any]) -> httpx.Response:
         try:
