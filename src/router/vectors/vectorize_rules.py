@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from router.errors import InvalidRequestError
+from router.ports import VectorMatch, VectorRecord
+from router.vectors.metadata_filter import validate_filter
 
 __all__ = [
     "MAX_DIMENSIONS",
@@ -29,6 +31,9 @@ __all__ = [
     "check_text",
     "check_top_k",
     "check_values",
+    "query_options",
+    "record_payload",
+    "vector_match",
 ]
 
 MAX_TOP_K = 100
@@ -96,3 +101,57 @@ def check_metadata(vector_id: str, metadata: Any) -> dict[str, Any]:
         )
     copied: dict[str, Any] = json.loads(encoded)
     return copied
+
+
+def record_payload(record: VectorRecord, dimensions: int) -> dict[str, Any]:
+    """One record as Vectorize takes it (binding or NDJSON line), checked against the limits."""
+    check_text(record.id, "vector id", MAX_ID_BYTES)
+    payload: dict[str, Any] = {
+        "id": record.id,
+        "values": check_values(record.values, dimensions, f"vector {record.id!r}"),
+    }
+    if record.namespace is not None:
+        check_text(record.namespace, "namespace", MAX_NAMESPACE_BYTES)
+        payload["namespace"] = record.namespace
+    metadata = check_metadata(record.id, record.metadata)
+    if metadata:
+        payload["metadata"] = metadata
+    return payload
+
+
+def query_options(
+    top_k: int,
+    namespace: str | None,
+    filter: dict[str, Any] | None,
+    return_metadata: bool,
+    return_values: bool,
+) -> dict[str, Any]:
+    """A query's options (``topK``, ``namespace``, ``filter``, what to return), checked."""
+    check_top_k(top_k, with_payload=return_metadata or return_values)
+    options: dict[str, Any] = {
+        "topK": top_k,
+        "returnValues": return_values,
+        "returnMetadata": "all" if return_metadata else "none",
+    }
+    if namespace is not None:
+        check_text(namespace, "namespace", MAX_NAMESPACE_BYTES)
+        options["namespace"] = namespace
+    if filter is not None:
+        validate_filter(filter)
+        options["filter"] = filter
+    return options
+
+
+def vector_match(
+    found: Mapping[str, Any], namespace: str | None, return_metadata: bool, return_values: bool
+) -> VectorMatch:
+    """One match of a Vectorize answer; values and metadata only when they were asked for."""
+    values = found.get("values") if return_values else None
+    metadata = found.get("metadata") if return_metadata else None
+    return VectorMatch(
+        id=str(found["id"]),
+        score=float(found["score"]),
+        namespace=found.get("namespace") or namespace,
+        metadata=dict(metadata or {}) if return_metadata else None,
+        values=[float(v) for v in values] if values is not None else None,
+    )

@@ -21,16 +21,15 @@ from router.adapters.cloudflare.jsconv import to_js, to_py
 from router.errors import BindingError, ConfigError, InvalidRequestError
 from router.ports import VectorMatch, VectorRecord
 from router.sql import chunked
-from router.vectors.metadata_filter import validate_filter
 from router.vectors.vectorize_rules import (
     MAX_DIMENSIONS,
     MAX_ID_BYTES,
-    MAX_NAMESPACE_BYTES,
     MAX_UPSERT_BATCH,
-    check_metadata,
     check_text,
-    check_top_k,
     check_values,
+    query_options,
+    record_payload,
+    vector_match,
 )
 
 __all__ = ["VectorizeIndex"]
@@ -50,7 +49,7 @@ class VectorizeIndex:
 
     async def upsert(self, records: Sequence[VectorRecord]) -> int:
         """Insert or replace; every record is checked before any is sent."""
-        payload = [self._payload(record) for record in records]
+        payload = [record_payload(record, self.dimensions) for record in records]
         for chunk in chunked(payload, self.batch_size):
             try:
                 await self.binding.upsert(to_js(list(chunk)))
@@ -68,25 +67,14 @@ class VectorizeIndex:
         return_metadata: bool = False,
         return_values: bool = False,
     ) -> list[VectorMatch]:
-        check_top_k(top_k, with_payload=return_metadata or return_values)
+        options = query_options(top_k, namespace, filter, return_metadata, return_values)
         values = check_values(vector, self.dimensions, "query vector")
-        options: dict[str, Any] = {
-            "topK": top_k,
-            "returnValues": return_values,
-            "returnMetadata": "all" if return_metadata else "none",
-        }
-        if namespace is not None:
-            check_text(namespace, "namespace", MAX_NAMESPACE_BYTES)
-            options["namespace"] = namespace
-        if filter is not None:
-            validate_filter(filter)
-            options["filter"] = filter
         try:
             result = to_py(await self.binding.query(to_js(values), to_js(options)))
         except Exception as exc:
             raise BindingError(f"Vectorize query failed: {exc}") from exc
         matches = [
-            _match(found, namespace, return_metadata, return_values)
+            vector_match(found, namespace, return_metadata, return_values)
             for found in (result or {}).get("matches") or []
         ]
         matches.sort(key=lambda found: (-found.score, found.id))
@@ -109,31 +97,3 @@ class VectorizeIndex:
             count = result.get("count") if isinstance(result, dict) else None
             deleted += int(count) if isinstance(count, int) else len(chunk)
         return deleted
-
-    def _payload(self, record: VectorRecord) -> dict[str, Any]:
-        check_text(record.id, "vector id", MAX_ID_BYTES)
-        payload: dict[str, Any] = {
-            "id": record.id,
-            "values": check_values(record.values, self.dimensions, f"vector {record.id!r}"),
-        }
-        if record.namespace is not None:
-            check_text(record.namespace, "namespace", MAX_NAMESPACE_BYTES)
-            payload["namespace"] = record.namespace
-        metadata = check_metadata(record.id, record.metadata)
-        if metadata:
-            payload["metadata"] = metadata
-        return payload
-
-
-def _match(
-    found: dict[str, Any], namespace: str | None, return_metadata: bool, return_values: bool
-) -> VectorMatch:
-    values = found.get("values") if return_values else None
-    metadata = found.get("metadata") if return_metadata else None
-    return VectorMatch(
-        id=str(found["id"]),
-        score=float(found["score"]),
-        namespace=found.get("namespace") or namespace,
-        metadata=dict(metadata or {}) if return_metadata else None,
-        values=[float(v) for v in values] if values is not None else None,
-    )

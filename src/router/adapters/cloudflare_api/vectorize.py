@@ -18,13 +18,11 @@ from urllib.parse import quote
 from router.adapters.cloudflare_api.client import CloudflareAPI
 from router.ports import VectorMatch, VectorRecord
 from router.vectors.vectorize_rules import (
-    MAX_ID_BYTES,
-    MAX_NAMESPACE_BYTES,
     MAX_UPSERT_BATCH,
-    check_metadata,
-    check_text,
-    check_top_k,
     check_values,
+    query_options,
+    record_payload,
+    vector_match,
 )
 
 __all__ = ["VectorizeIndex", "ndjson_lines"]
@@ -32,19 +30,10 @@ __all__ = ["VectorizeIndex", "ndjson_lines"]
 
 def ndjson_lines(records: Sequence[VectorRecord], dimensions: int) -> bytes:
     """The records as NDJSON, each checked against Vectorize's limits."""
-    lines = []
-    for record in records:
-        check_text(record.id, "vector id", MAX_ID_BYTES)
-        item: dict[str, Any] = {
-            "id": record.id,
-            "values": check_values(record.values, dimensions, f"vector {record.id!r}"),
-        }
-        if record.namespace is not None:
-            check_text(record.namespace, "namespace", MAX_NAMESPACE_BYTES)
-            item["namespace"] = record.namespace
-        if record.metadata:
-            item["metadata"] = check_metadata(record.id, record.metadata)
-        lines.append(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+    lines = [
+        json.dumps(record_payload(record, dimensions), ensure_ascii=False, separators=(",", ":"))
+        for record in records
+    ]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
@@ -92,17 +81,8 @@ class VectorizeIndex:
         return_metadata: bool = False,
         return_values: bool = False,
     ) -> list[VectorMatch]:
-        check_top_k(top_k, with_payload=return_metadata or return_values)
-        body: dict[str, Any] = {
-            "vector": check_values(vector, self.dimensions, "query vector"),
-            "topK": top_k,
-            "returnValues": return_values,
-            "returnMetadata": "all" if return_metadata else "none",
-        }
-        if namespace is not None:
-            body["namespace"] = namespace
-        if filter:
-            body["filter"] = filter
+        body = query_options(top_k, namespace, filter, return_metadata, return_values)
+        body["vector"] = check_values(vector, self.dimensions, "query vector")
         result = await self.api.call(
             "POST",
             self._path("query"),
@@ -110,16 +90,7 @@ class VectorizeIndex:
             json_body=body,
         )
         matches = result.get("matches", []) if isinstance(result, dict) else []
-        return [
-            VectorMatch(
-                id=str(match["id"]),
-                score=float(match["score"]),
-                namespace=match.get("namespace"),
-                metadata=match.get("metadata") if return_metadata else None,
-                values=match.get("values") if return_values else None,
-            )
-            for match in matches
-        ]
+        return [vector_match(m, namespace, return_metadata, return_values) for m in matches]
 
     async def delete_by_ids(self, ids: Sequence[str]) -> int:
         for start in range(0, len(ids), self.batch_size):
