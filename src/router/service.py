@@ -23,7 +23,8 @@ from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.reader import KnowledgePackage, artifact_names, load_package
+from router.package.fetch import fetch_package_files
+from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import CascadeServices, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
@@ -153,12 +154,15 @@ class KnowledgeService:
         return self.load_vectors_on_activation
 
     async def load(self, version: str) -> KnowledgePackage:
-        manifest = await self._blob(version, MANIFEST_NAME)
-        artifacts = {}
-        wanted = artifact_names(Manifest.from_bytes(manifest), with_vectors=self.needs_vectors)
-        for name in wanted:
-            artifacts[name] = await self._blob(version, name)
-        package = load_package(manifest, artifacts.__getitem__, with_vectors=self.needs_vectors)
+        async def get(name: str) -> bytes | None:
+            return await self.blobs.get(package_key(version, name))
+
+        files = await fetch_package_files(
+            get, f"package {version}", with_vectors=self.needs_vectors
+        )
+        package = load_package(
+            files[MANIFEST_NAME], files.__getitem__, with_vectors=self.needs_vectors
+        )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")
         return package

@@ -1,0 +1,53 @@
+"""The one way to gather a package's files (manifest first, then what it lists) from any store.
+
+Why one function: the service (R2 or the local folder), ``kr publish``, ``kr gate`` and ``kr eval``
+all read packages; each used to loop over the manifest's artifact names with its own error text.
+Where the bytes live is the caller's: it passes ``get(name)``, which returns ``None`` for a
+missing file, and this module decides what a missing file means. Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+
+from router.errors import PackageFormatError
+from router.package.manifest import MANIFEST_NAME, VECTORS_NAME, Manifest
+
+__all__ = ["VERSION_ID", "ArtifactGetter", "fetch_package_files", "is_version_id"]
+
+VERSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""A knowledge version id: a letter or digit, then letters, digits, ``.``, ``_`` or ``-``.
+
+It is a key segment in R2 and a folder name locally, so ``/`` and a leading ``.`` are refused."""
+
+ArtifactGetter = Callable[[str], Awaitable[bytes | None]]
+"""``get(name)``: one file of one package version, or ``None`` when the store has no such file."""
+
+
+def is_version_id(text: str) -> bool:
+    """True when ``text`` can name a knowledge version (see ``VERSION_ID``)."""
+    return bool(VERSION_ID.match(text))
+
+
+async def fetch_package_files(
+    get: ArtifactGetter, where: str, *, with_vectors: bool = True
+) -> dict[str, bytes]:
+    """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``).
+
+    ``where`` names the package in errors ("version v1 in .kr-state"). A missing file raises
+    ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
+    not verified here; ``load_package`` checks each against the manifest's sha256.
+    """
+    manifest = await get(MANIFEST_NAME)
+    if manifest is None:
+        raise PackageFormatError(f"{where} has no {MANIFEST_NAME} (partial upload?)")
+    files = {MANIFEST_NAME: manifest}
+    for name in Manifest.from_bytes(manifest).artifact_names:
+        if name == VECTORS_NAME and not with_vectors:
+            continue
+        blob = await get(name)
+        if blob is None:
+            raise PackageFormatError(f"{where} has no {name} (partial upload?)")
+        files[name] = blob
+    return files
