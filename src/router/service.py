@@ -22,8 +22,8 @@ from router.contract import QueryRequest, QueryResponse
 from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
-from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.fetch import fetch_package_files
+from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import CascadeServices, run_cascade
 from router.ports import (
