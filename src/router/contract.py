@@ -12,21 +12,31 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "LEVELS",
     "AgentKnowledgeContext",
     "Citation",
+    "Complexity",
     "ConfidenceLevel",
+    "Intent",
     "KnowledgeChunk",
     "KnowledgeReference",
+    "Level",
     "QueryAnalysis",
     "QueryRequest",
     "QueryResponse",
     "ResponseMetadata",
     "RetrievalResult",
+    "Strategy",
+    "TaskType",
     "UiContext",
 ]
 
 MAX_QUERY_CHARS = 2000
 ConfidenceLevel = Literal["HIGH", "MEDIUM", "LOW", "NONE"]
+Level = Literal["HIGH", "MEDIUM", "LOW"]  # a confidence level before abstention ("NONE")
+LEVELS: tuple[Level, ...] = ("HIGH", "MEDIUM", "LOW")
+Complexity = Literal["low", "medium", "high"]
+Intent = Literal["knowledge", "agentic"]
 TaskType = Literal[
     "factual", "procedural", "comparative", "analytical", "exploratory", "structured_numeric"
 ]
@@ -78,7 +88,7 @@ class QueryAnalysis(BaseModel):
 
     needs_grounding: bool
     task_type: TaskType
-    complexity: Literal["low", "medium", "high"]
+    complexity: Complexity
     requires_structured_data: bool = False
     requires_multi_source: bool = False
     sources: list[Source] = Field(default_factory=_docs_only)
@@ -86,7 +96,7 @@ class QueryAnalysis(BaseModel):
     risk_level: Literal["low", "medium", "high"] = "low"
     strategy: Strategy
     confidence: float = Field(ge=0, le=1)
-    intent: Literal["knowledge", "agentic"] = "knowledge"
+    intent: Intent = "knowledge"
     potential_action: bool = False
     terms: list[str] = Field(default_factory=list)
     short_query: bool = False

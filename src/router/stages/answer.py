@@ -1,27 +1,46 @@
-"""Stage — answer without an LLM: a direct fact, or an extractive quote with citations (§33).
+"""Stage — the answer (PRD §33): abstain, a direct fact, an extractive quote, or an LLM answer
+whose citations are checked, and the citations of each.
 
-Why extractive: every sentence of the answer is quoted from a retrieved section and cited, so
-nothing is invented; sentences that read like instructions (prompt injection) are never quoted
-into the answer — their section stays a cited, flagged data source.
+Why extractive before any LLM: every sentence of the answer is quoted from a retrieved section
+and cited, so nothing is invented; sentences that read like instructions (prompt injection) are
+never quoted into the answer — their section stays a cited, flagged data source. An LLM answer is
+asked for only by the request (``generate``) and kept only if every id it cites was retrieved.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from router.analysis.analyzer import Analyzer
+from router.contract import AgentKnowledgeContext, Citation, Strategy
 from router.knowledge.model import Document, FactValue, Section
+from router.ports import Generator
 from router.safety.injection import looks_like_injection, split_sentences
+from router.stages.facts import FactMatch, best_fact
+from router.stages.generation import check_citations
+
+if TYPE_CHECKING:
+    from router.stages.fusion import Fused
+    from router.state import QueryState
 
 __all__ = [
     "ABSTAIN_MESSAGE",
+    "FACT_DOCS_CONSIDERED",
+    "Answer",
     "Passage",
+    "choose_answer",
     "extractive_answer",
     "fact_answer",
     "format_value",
     "supporting_sentence",
 ]
+
+# A value question is answered from a fact of the best few documents only.
+FACT_DOCS_CONSIDERED = 3
+# Characters of a chunk quoted in an LLM answer's citation.
+CITED_PASSAGE_CHARS = 300
 
 ABSTAIN_MESSAGE = (
     "Não encontrei na base de conhecimento informação suficiente para responder a esta pergunta."
@@ -104,3 +123,132 @@ def _best_sentences(
     best = [s for s in scored[:limit] if s[0] > 0] or [(0, 0, sentences[0])]
     best.sort(key=lambda item: -item[1])
     return [sentence for _, _, sentence in best]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer text, its citations, the strategy that produced it, and the fact it states."""
+
+    text: str
+    citations: list[Citation]
+    strategy: Strategy
+    fact: FactMatch | None = None
+
+
+async def choose_answer(
+    state: QueryState,
+    candidates: Sequence[Fused],
+    context: AgentKnowledgeContext,
+    generator: Generator | None,
+) -> Answer:
+    """Abstain → decline; a fact → direct answer; else extractive, replaced by the LLM's answer
+    when the request asks for one, a generator is configured and its citations check out."""
+    abstained = state.verdict().abstain
+    fact = None if abstained else _fact(state, candidates)
+    answer = _grounded_answer(state, candidates, fact, abstained)
+    if state.request.generate and not abstained and fact is None:
+        answer = await _generated(state, context, generator, answer)
+    state.trace.stage("answer", kind=answer.strategy, fact=fact.name if fact else None)
+    return answer
+
+
+def _fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
+    """A fact the exact stage resolved, else (value questions) the best-matching fact of the
+    top ``FACT_DOCS_CONSIDERED`` documents."""
+    package = state.package
+    for hit in state.exact:
+        if hit.target.kind == "fact" and hit.target.fact is not None:
+            doc = package.documents[hit.target.doc_index]
+            return FactMatch(hit.target.doc_index, hit.target.fact, doc.facts[hit.target.fact], 99)
+    if not state.features.value_question:
+        return None
+    docs: list[int] = []
+    for candidate in candidates:
+        doc_index = package.section_doc[candidate.section]
+        if doc_index not in docs:
+            docs.append(doc_index)
+        if len(docs) == FACT_DOCS_CONSIDERED:
+            break
+    return best_fact(package, docs, state.features.terms)
+
+
+def _grounded_answer(
+    state: QueryState, candidates: Sequence[Fused], fact: FactMatch | None, abstained: bool
+) -> Answer:
+    if abstained:
+        return Answer(ABSTAIN_MESSAGE, [], "safe_decline")
+    if fact is not None:
+        return _direct_answer(state, fact)
+    return _extractive(state, candidates)
+
+
+def _direct_answer(state: QueryState, fact: FactMatch) -> Answer:
+    """The fact, cited to the first section that states its value (else the first section)."""
+    doc = state.package.documents[fact.doc_index]
+    stated = [(sec, supporting_sentence(sec, fact.value)) for sec in doc.sections]
+    section, support = next(((sec, s) for sec, s in stated if s), (doc.sections[0], None))
+    citation = Citation(
+        doc_id=doc.semantic_id,
+        section_id=section.section_id,
+        passage=support or f"{fact.name}: {fact.value}",
+        score=1.0,
+    )
+    text = fact_answer(doc, fact.name, fact.value, support)
+    return Answer(text, [citation], "direct_answer", fact)
+
+
+def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
+    package, config, features = state.package, state.config, state.features
+    ranked = [
+        (package.documents[package.section_doc[c.section]], package.sections[c.section], c.final)
+        for c in candidates[: config.answer_sections]
+    ]
+    text, passages = extractive_answer(
+        package.analyzer, features.terms, ranked, config.answer_sentences
+    )
+    citations = [
+        Citation(
+            doc_id=p.doc.semantic_id,
+            section_id=p.section.section_id,
+            passage=p.text,
+            score=round(p.score, 6),
+        )
+        for p in passages
+    ]
+    strategy: Strategy = "multi_backend_agent" if features.potential_action else "simple_rag"
+    return Answer(text or ABSTAIN_MESSAGE, citations, strategy)
+
+
+async def _generated(
+    state: QueryState,
+    context: AgentKnowledgeContext,
+    generator: Generator | None,
+    fallback: Answer,
+) -> Answer:
+    """The LLM's answer when configured; kept only if every citation is a retrieved chunk."""
+    if generator is None:
+        state.trace.skip("generate", "no generator configured")
+        return fallback
+    generated = await generator.generate(state.request.query, context)
+    check = check_citations(generated, context)
+    state.trace.stage(
+        "generate",
+        model=generated.model,
+        cited=generated.cited_ids,
+        valid=check.valid,
+        unknown=check.unknown,
+        accepted=check.ok,
+    )
+    if not check.ok:
+        return fallback
+    chunks = {c.chunk_id: c for c in context.relevant_chunks}
+    citations = [
+        Citation(
+            doc_id=chunks[i].doc_id,
+            section_id=chunks[i].section_id,
+            passage=chunks[i].text[:CITED_PASSAGE_CHARS],
+            score=chunks[i].score,
+        )
+        for i in check.valid
+    ]
+    return Answer(generated.text, citations, "enriched_rag")

@@ -10,14 +10,29 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from router.deferral import Defer, run_or_defer
 from router.ports import KeyValueStore
 
-__all__ = ["CACHE_PREFIX", "LruCache", "QueryCache", "cache_key"]
+if TYPE_CHECKING:
+    from router.state import QueryState
+
+__all__ = [
+    "CACHE_PREFIX",
+    "CacheLookup",
+    "CacheWhere",
+    "LruCache",
+    "QueryCache",
+    "cache_key",
+    "look_up",
+    "request_cache_key",
+]
 
 CACHE_PREFIX = "qcache:"
+LLM_KEY_SUFFIX = "+llm"  # an LLM answer and an extractive one are cached apart
+CacheWhere = Literal["memory", "kv", "miss"]
 
 
 def cache_key(
@@ -69,7 +84,7 @@ class QueryCache:
         self.memory = LruCache(capacity)
         self.kv = kv
 
-    async def get(self, key: str) -> tuple[dict[str, Any] | None, str]:
+    async def get(self, key: str) -> tuple[dict[str, Any] | None, CacheWhere]:
         """The cached response and where it came from ("memory", "kv" or "miss")."""
         found = self.memory.get(key)
         if found is not None:
@@ -92,3 +107,38 @@ class QueryCache:
         if self.kv is not None:
             write = self.kv.put(key, json.dumps(value, ensure_ascii=False))
             await run_or_defer(write, defer, "query cache KV write")
+
+
+def request_cache_key(state: QueryState) -> str:
+    """The key of this request on this package: case-folded normalised text plus everything
+    else that changes the answer (UI context, tenant, day, flags, top_k, version, LLM)."""
+    request = state.request
+    key = cache_key(
+        state.query.text.casefold(),
+        version=state.package.version,
+        tenant=request.tenant,
+        page=request.page,
+        tab=request.tab,
+        focus=request.focus,
+        day=state.day,
+        include_deprecated=request.include_deprecated,
+        top_k=request.top_k,
+    )
+    return key + (LLM_KEY_SUFFIX if request.generate else "")
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    """A cache probe: the key (to store the answer under on a miss) and what was found."""
+
+    key: str
+    response: dict[str, Any] | None
+    where: CacheWhere
+
+
+async def look_up(state: QueryState, cache: QueryCache) -> CacheLookup:
+    """Probe the cache for this request; traced as the ``cache`` stage."""
+    key = request_cache_key(state)
+    cached, where = await cache.get(key)
+    state.trace.stage("cache", hit=where != "miss", where=where, key=key[-12:])
+    return CacheLookup(key, cached, where)

@@ -11,14 +11,32 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from router.config import RouterConfig
+from router.contract import ConfidenceLevel, Level
 from router.package.postings import Postings
 from router.package.reader import KnowledgePackage
 from router.stages.bm25 import max_impact
 
-__all__ = ["LexicalConfidence", "confidence_level", "lexical_confidence"]
+if TYPE_CHECKING:
+    from router.state import QueryState, Ranked
+
+__all__ = [
+    "CONTEXT_CONFIDENCE",
+    "EXACT_CONFIDENCE",
+    "Assessment",
+    "LexicalConfidence",
+    "assess",
+    "confidence_level",
+    "lexical_confidence",
+    "with_vector_evidence",
+]
+
+# An exact id in the question is certain; a target named only by the UI context nearly so.
+EXACT_CONFIDENCE = 1.0
+CONTEXT_CONFIDENCE = 0.9
 
 
 @dataclass(frozen=True)
@@ -70,7 +88,7 @@ def lexical_confidence(
     return LexicalConfidence(coverage, strength, margin, value, matched, unknown)
 
 
-def confidence_level(value: float, config: RouterConfig) -> str:
+def confidence_level(value: float, config: RouterConfig) -> Level:
     """HIGH / MEDIUM / LOW from the configured thresholds (PRD §20 start values)."""
     if value >= config.high_confidence:
         return "HIGH"
@@ -83,3 +101,66 @@ def _contains(postings: Postings, term_id: int, section: int) -> bool:
     start, end = postings.indptr[term_id], postings.indptr[term_id + 1]
     at = bisect_left(postings.section_ids, section, start, end)
     return at < end and postings.section_ids[at] == section
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """How sure the cascade is of its candidates, and whether it must abstain.
+
+    ``abstain`` starts as the lexical verdict (no BM25 result, or too weak, or too little of the
+    question covered); a close enough vector match can still rescue it (``with_vector_evidence``).
+    """
+
+    value: float
+    level: Level
+    abstain: bool
+
+    @property
+    def reported_value(self) -> float:
+        return 0.0 if self.abstain else self.value
+
+    @property
+    def reported_level(self) -> ConfidenceLevel:
+        return "NONE" if self.abstain else self.level
+
+
+def assess(state: QueryState) -> Assessment:
+    """Exact hits are HIGH; otherwise the lexical confidence decides the level and abstention."""
+    exact, config = state.exact, state.config
+    confidence = state.lexical_result().confidence
+    if any(h.source == "exact" for h in exact):
+        value = EXACT_CONFIDENCE
+    elif exact:
+        value = CONTEXT_CONFIDENCE
+    else:
+        value = confidence.value
+    level: Level = "HIGH" if exact else confidence_level(value, config)
+    abstain = not exact and (
+        not state.lexical_result().bm25
+        or confidence.value < config.abstain_below
+        or confidence.coverage < config.min_coverage
+    )
+    state.trace.stage(
+        "confidence",
+        coverage=round(confidence.coverage, 3),
+        strength=round(confidence.strength, 3),
+        margin=round(confidence.margin, 3),
+        value=round(value, 3),
+        level=level,
+        lexical_abstain=abstain,
+        unknown_terms=confidence.unknown_terms,
+    )
+    return Assessment(value, level, abstain)
+
+
+def with_vector_evidence(
+    assessment: Assessment, vector: Ranked, config: RouterConfig
+) -> Assessment:
+    """A lexical abstention is lifted when the best vector match reaches
+    ``vector_min_similarity``; the answer is then LOW, at least at ``abstain_below``."""
+    rescued = bool(vector) and vector[0][1] >= config.vector_min_similarity
+    if not assessment.abstain or not rescued:
+        return assessment
+    return replace(
+        assessment, level="LOW", value=max(assessment.value, config.abstain_below), abstain=False
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from router.contract import (
     AgentKnowledgeContext,
@@ -21,7 +22,11 @@ from router.contract import (
 from router.package.reader import KnowledgePackage
 from router.safety.injection import INJECTION_FLAG, looks_like_injection, split_sentences
 
-__all__ = ["build_context", "delimit"]
+if TYPE_CHECKING:
+    from router.stages.fusion import Fused
+    from router.state import QueryState
+
+__all__ = ["build_context", "context_for", "delimit"]
 
 MAX_CHUNK_CHARS = 1500
 _KNOWLEDGE_TAG = re.compile(r"</?\s*knowledge", re.IGNORECASE)
@@ -97,3 +102,19 @@ def _clean(text: str, section_flags: Sequence[str]) -> tuple[str, list[str]]:
         else:
             kept.append(sentence)
     return " ".join(kept)[:MAX_CHUNK_CHARS], flags
+
+
+def context_for(state: QueryState, shown: Sequence[Fused]) -> AgentKnowledgeContext:
+    """The context package of the sections shown to the caller, traced as ``context``."""
+    request, verdict = state.request, state.verdict()
+    ui = UiContext(tenant=request.tenant, page=request.page, tab=request.tab, focus=request.focus)
+    context = build_context(
+        state.package,
+        request.query,
+        ui,
+        [(f.section, f.final) for f in shown],
+        verdict.reported_value,
+        verdict.reported_level,
+    )
+    state.trace.stage("context", chunks=len(context.relevant_chunks))
+    return context

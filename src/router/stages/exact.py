@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from router.analysis.text import fold
 from router.package.reader import ExactTarget, KnowledgePackage
 from router.stages.normalizer import NormalizedQuery
 
-__all__ = ["ExactHit", "resolve_context", "resolve_exact"]
+if TYPE_CHECKING:
+    from router.state import QueryState
+
+__all__ = [
+    "ExactHit",
+    "describe_hit",
+    "exact_hits",
+    "hit_section",
+    "resolve_context",
+    "resolve_exact",
+]
 
 _LEADING_QUESTION = re.compile(
     r"^(o que (e|sao|significa|quer dizer)|que e|qual (e|o significado de)|explique|explica|"
@@ -28,7 +39,7 @@ class ExactHit:
 
     target: ExactTarget
     key: str
-    source: str  # "exact" | "context"
+    source: Literal["exact", "context"]
 
 
 def resolve_exact(package: KnowledgePackage, query: NormalizedQuery) -> list[ExactHit]:
@@ -69,3 +80,27 @@ def resolve_context(
             continue
         hits.append(ExactHit(ExactTarget("document", doc_index), page, "context"))
     return hits
+
+
+def exact_hits(state: QueryState) -> list[ExactHit]:
+    """Visible targets the query names; for a deictic or termless question ("explique este
+    campo"), what the UI context (focus, page, tab) names instead."""
+    package, request, visible = state.package, state.request, state.visible
+    hits = [h for h in resolve_exact(package, state.query) if h.target.doc_index in visible]
+    if not hits and (state.features.deictic or not state.features.terms):
+        context = resolve_context(package, request.focus, request.page, request.tab)
+        hits = [h for h in context if h.target.doc_index in visible]
+    state.trace.stage("exact", hits=[describe_hit(package, h) for h in hits])
+    return hits
+
+
+def hit_section(package: KnowledgePackage, hit: ExactHit) -> int:
+    """The section a hit stands for: its own, or its document's first section."""
+    section = hit.target.section_index
+    return package.first_section(hit.target.doc_index) if section is None else section
+
+
+def describe_hit(package: KnowledgePackage, hit: ExactHit) -> dict[str, Any]:
+    """The hit as the trace shows it."""
+    doc = package.documents[hit.target.doc_index]
+    return {"kind": hit.target.kind, "source": hit.source, "key": hit.key, "doc": doc.semantic_id}

@@ -8,10 +8,15 @@ ranked by seed score × relation weight, and at most ``max_nodes`` are kept.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from router.package.reader import KnowledgePackage
+from router.stages.exact import hit_section
 
-__all__ = ["RELATION_WEIGHTS", "GraphIndex", "expand"]
+if TYPE_CHECKING:
+    from router.state import GraphNode, QueryState, Ranked
+
+__all__ = ["RELATION_WEIGHTS", "GraphIndex", "expand", "graph_neighbours", "graph_seeds"]
 
 # How strongly a relation suggests the neighbour is relevant too.
 RELATION_WEIGHTS = {"link": 1.0, "backlink": 0.7, "parent": 0.6, "child": 0.6}
@@ -74,3 +79,35 @@ def expand(
         frontier = next_frontier
     ordered = sorted(found.items(), key=lambda item: (-item[1][0], item[0]))[:max_nodes]
     return [(section, score, relation) for section, (score, relation) in ordered]
+
+
+def graph_seeds(state: QueryState) -> Ranked:
+    """The sections to expand from: exact hits (score 1), then the best BM25 sections on the same
+    0..1 scale (score / best score), at most ``graph_seeds`` distinct sections."""
+    lexical = state.lexical_result()
+    seeds: Ranked = []
+    best = lexical.bm25[0][1] if lexical.bm25 else 1.0
+    lexical_seeds = [(s, v / best) for s, v in lexical.bm25]
+    exact_seeds = [(hit_section(state.package, h), 1.0) for h in state.exact]
+    for section, score in exact_seeds + lexical_seeds:
+        if all(section != seen for seen, _ in seeds):
+            seeds.append((section, score))
+        if len(seeds) == state.config.graph_seeds:
+            break
+    return seeds
+
+
+def graph_neighbours(state: QueryState) -> list[GraphNode]:
+    """Visible neighbours of the seeds, bounded by ``graph_depth`` and the node budget."""
+    package, config = state.package, state.config
+    seeds = graph_seeds(state)
+    graph_index: GraphIndex = package.derive("graph", GraphIndex)
+    neighbours = expand(
+        graph_index, seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
+    )
+    state.trace.stage(
+        "graph",
+        seeds=[package.sections[s].section_id for s, _ in seeds],
+        nodes=[[package.sections[s].section_id, round(v, 3), via] for s, v, via in neighbours],
+    )
+    return neighbours

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from router.analysis.analyzer import Analyzer
+from router.contract import Complexity, Intent, TaskType
 from router.stages.normalizer import NormalizedQuery
 
 __all__ = ["QueryFeatures", "analyze_query"]
@@ -172,10 +173,10 @@ class QueryFeatures:
     """What the analyzer learned about the question."""
 
     terms: list[str]
-    intent: str  # "knowledge" | "agentic"
+    intent: Intent
     potential_action: bool
-    task_type: str
-    complexity: str
+    task_type: TaskType
+    complexity: Complexity
     short_query: bool
     deictic: bool
     value_question: bool
@@ -221,7 +222,7 @@ def _is_action_request(folded: str, words: list[str]) -> bool:
     return words[0] not in _QUESTION_WORDS and first in _ACTION_INFINITIVES and len(words) > 2
 
 
-def _task_type(folded: str, words: list[str]) -> str:
+def _task_type(folded: str, words: list[str]) -> TaskType:
     if re.search(r"\b(diferenca|diferencas|versus|vs|comparar|compare|comparacao)\b", folded):
         return "comparative"
     if re.match(r"^(quanto|quanta|quantos|quantas)\b", folded) or re.search(

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from router.contract import Level
+
 __all__ = ["adaptive_k"]
 
 
-def adaptive_k(level: str, by_level: Mapping[str, int], requested: int | None) -> int:
+def adaptive_k(level: Level, by_level: Mapping[str, int], requested: int | None) -> int:
     """The caller's explicit ``top_k`` wins; otherwise the level's K (LOW's for unknown levels)."""
     if requested is not None:
         return requested

@@ -7,12 +7,17 @@ vectors are only comparable with query vectors of the same model: any other mode
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from router.errors import EmbeddingModelError
 from router.package.reader import KnowledgePackage
 from router.ports import Embedder, VectorIndex
 from router.vectors.records import query_namespaces
 
-__all__ = ["check_model", "vector_search"]
+if TYPE_CHECKING:
+    from router.state import QueryState, Ranked
+
+__all__ = ["check_model", "vector_fallback", "vector_search", "vector_skip_reason"]
 
 
 def check_model(package: KnowledgePackage, embedder: Embedder) -> None:
@@ -52,3 +57,41 @@ async def vector_search(
             section = int(match.id[len(prefix) :])
             found[section] = max(match.score, found.get(section, -1.0))
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))[:top_k]
+
+
+def vector_skip_reason(
+    state: QueryState, embedder: Embedder | None, index: VectorIndex | None
+) -> str | None:
+    """Why the vector stage does not run for this query, or None when it runs (decision 2:
+    only after a LOW or MEDIUM lexical result, unless ``always_vector``)."""
+    if embedder is None or index is None:
+        return "no embedder or vector index configured"
+    if state.package.embedding_model is None:
+        return "package has no section vectors"
+    if state.config.always_vector:
+        return None
+    if not state.config.vector_fallback:
+        return "vector fallback disabled"
+    if state.exact:
+        return "exact hit"
+    if state.verdict().level == "HIGH":
+        return "lexical confidence HIGH"
+    return None
+
+
+async def vector_fallback(state: QueryState, embedder: Embedder, index: VectorIndex) -> Ranked:
+    """Nearest sections the caller may see, at most ``vector_top_k`` (and the budget's cap)."""
+    package, config = state.package, state.config
+    limit = min(config.vector_top_k, config.budget.max_vector_results)
+    found = await vector_search(
+        package, embedder, index, state.query.text, state.request.tenant, limit
+    )
+    allowed = state.allowed
+    visible = [(s, v) for s, v in found if allowed is None or s in allowed]
+    state.trace.stage(
+        "vector",
+        model=embedder.model_id,
+        level_before=state.verdict().level,
+        matches=[[package.sections[s].section_id, round(v, 4)] for s, v in visible[:10]],
+    )
+    return visible

@@ -1,0 +1,153 @@
+"""Mapping a finished query to the API contract (QueryResponse, seeds/004) and to the metrics.
+
+Why apart from the cascade: the response shape (results, analysis, metadata, trace, context) is
+the contract every client depends on; the pipeline decides what was found, this module only says
+how it is reported, and how a cached response is served again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from router.contract import (
+    AgentKnowledgeContext,
+    QueryAnalysis,
+    QueryResponse,
+    ResponseMetadata,
+    RetrievalResult,
+    Strategy,
+)
+from router.metrics import Metrics
+from router.package.reader import KnowledgePackage
+from router.stages.answer import Answer
+from router.stages.confidence import LexicalConfidence
+from router.stages.fusion import Fused
+from router.stages.query_analyzer import QueryFeatures
+from router.state import QueryState
+from router.trace import Trace
+
+__all__ = ["build_response", "from_cache", "record_metrics"]
+
+
+def build_response(
+    state: QueryState,
+    answer: Answer,
+    shown: list[Fused],
+    context: AgentKnowledgeContext,
+    *,
+    cached: bool,
+) -> QueryResponse:
+    """The response of a query the cascade answered; ``cached``: a cache is configured (miss)."""
+    package, trace, config = state.package, state.trace, state.config
+    verdict = state.verdict()
+    confidence = verdict.reported_value
+    return QueryResponse(
+        answer=answer.text,
+        citations=answer.citations,
+        strategy_used=answer.strategy,
+        confidence=round(confidence, 4),
+        confidence_level=verdict.reported_level,
+        abstained=verdict.abstain,
+        abstention_reason=(
+            abstention_reason(state.features, state.lexical_result().confidence)
+            if verdict.abstain
+            else None
+        ),
+        sources_used=["docs"],
+        analysis=_analysis(state.features, answer.strategy, confidence),
+        knowledge_version=package.version,
+        results=[_result(package, f) for f in shown],
+        metadata=ResponseMetadata(
+            latency_ms=trace.elapsed_ms(),
+            fallback_triggered=trace.ran("vector"),
+            cache="miss" if cached else "off",
+            budget_exceeded=trace.exceeded,
+        ),
+        trace={
+            "stages": trace.stages,
+            "visibility": {"tenant": state.request.tenant, "date": state.day},
+            "budget": {
+                "max_documents": config.budget.max_documents,
+                "max_graph_nodes": config.budget.max_graph_nodes,
+                "max_vector_results": config.budget.max_vector_results,
+                "max_latency_ms": config.budget.max_latency_ms,
+                "exceeded": trace.exceeded,
+            },
+        },
+        context=context,
+    )
+
+
+def from_cache(
+    cached: dict[str, Any], where: str, trace: Trace, metrics: Metrics | None
+) -> QueryResponse:
+    """A cached response served again: its own latency, and where it was found."""
+    response = QueryResponse.model_validate(cached)
+    response.metadata.cache = "kv" if where == "kv" else "memory"
+    response.metadata.latency_ms = trace.elapsed_ms()
+    response.trace = {**response.trace, "served_from_cache": where}
+    if metrics is not None:
+        metrics.queries += 1
+        metrics.cache_hits += 1
+    return response
+
+
+def record_metrics(metrics: Metrics | None, response: QueryResponse, exact_hit: bool) -> None:
+    """Counts one answered query (PRD §40)."""
+    if metrics is None:
+        return
+    metrics.queries += 1
+    metrics.exact_matches += exact_hit
+    metrics.vector_fallbacks += response.metadata.fallback_triggered
+    metrics.abstentions += response.abstained
+    metrics.bm25_successes += (
+        not exact_hit
+        and not response.abstained
+        and not response.metadata.fallback_triggered
+        and response.confidence_level in ("HIGH", "MEDIUM")
+    )
+    metrics.record_stages(response.trace.get("stages", {}))
+
+
+def _result(package: KnowledgePackage, candidate: Fused) -> RetrievalResult:
+    section = package.sections[candidate.section]
+    doc = package.documents[package.section_doc[candidate.section]]
+    return RetrievalResult(
+        doc_id=doc.semantic_id,
+        section_id=section.section_id,
+        title=doc.title,
+        heading=section.heading,
+        final_score=round(candidate.final, 6),
+        scores=dict(candidate.scores),
+        flags=list(section.flags),
+        trust=doc.trust,
+        version=doc.version,
+        tenant=doc.tenant,
+    )
+
+
+def _analysis(features: QueryFeatures, strategy: Strategy, confidence: float) -> QueryAnalysis:
+    return QueryAnalysis(
+        needs_grounding=True,
+        task_type=features.task_type,
+        complexity=features.complexity,
+        requires_structured_data=features.value_question,
+        strategy=strategy,
+        confidence=round(min(1.0, max(0.0, confidence)), 4),
+        intent=features.intent,
+        potential_action=features.potential_action,
+        terms=features.terms,
+        short_query=features.short_query,
+        risk_level="medium" if features.potential_action else "low",
+    )
+
+
+def abstention_reason(features: QueryFeatures, lexical: LexicalConfidence) -> str:
+    """Why the router declined, in words a caller can act on."""
+    if not features.terms:
+        if features.deictic:
+            return "the question refers to the screen but no page, tab or focus was given"
+        return "the question has no searchable terms"
+    if lexical.coverage == 0:
+        return "no document of this knowledge base uses the question's terms"
+    return f"best match covers {lexical.coverage:.0%} of the question's terms (too weak)"

@@ -1,0 +1,70 @@
+"""Stage — the corrective expansion (seed 001 §8.6): a weak lexical result is retried once, with
+its typos repaired and then with synonyms, and a retry is kept only if it is more confident.
+
+Why corrections first: a repaired query ("certifcado de aprovasao do epi") is usually precise,
+and appending a synonym group (EPI = equipamento de proteção individual) would pull it toward the
+general documents. Synonyms are added when it is still weak.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from router.package.reader import KnowledgePackage
+from router.stages.expansion import FuzzyVocabulary, SurfaceVocabulary, SynonymIndex, expand_terms
+from router.stages.lexical import Lexical, lexical_search
+
+if TYPE_CHECKING:
+    from router.config import RouterConfig
+    from router.stages.confidence import LexicalConfidence
+    from router.state import QueryState
+
+__all__ = ["correct", "is_weak", "unknown_words"]
+
+
+def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
+    """Below MEDIUM, or some query term the index does not know: worth one corrective retry."""
+    return confidence.value < config.medium_confidence or bool(confidence.unknown_terms)
+
+
+def correct(state: QueryState, lexical: Lexical) -> Lexical:
+    """Expand once (typo repair, then synonyms); the most confident of the tries is kept."""
+    package = state.package
+    fuzzy: FuzzyVocabulary = package.derive("fuzzy", FuzzyVocabulary)
+    synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
+    unknown = unknown_words(package, state.query.text)
+    surface = package.derive("surface", SurfaceVocabulary) if unknown else None
+    expansion = expand_terms(lexical.terms, fuzzy, synonyms, unknown, surface)
+    if not expansion.changed:
+        state.trace.stage("corrective", changed=False)
+        return lexical
+    best, tried = lexical, []
+    if expansion.corrections:
+        corrected = expansion.terms[: len(lexical.terms)]
+        tried.append(lexical_search(state, corrected, "_corrected"))
+    if expansion.synonyms and (not tried or is_weak(tried[0].confidence, state.config)):
+        tried.append(lexical_search(state, expansion.terms, "_expanded"))
+    for candidate in tried:
+        if candidate.confidence.value > best.confidence.value:
+            best = candidate
+    state.trace.stage(
+        "corrective",
+        changed=True,
+        corrections=expansion.corrections,
+        synonyms=expansion.synonyms if best.terms == expansion.terms else [],
+        before=round(lexical.confidence.value, 3),
+        after=round(best.confidence.value, 3),
+        kept=best is not lexical,
+    )
+    return best
+
+
+def unknown_words(package: KnowledgePackage, text: str) -> dict[str, str]:
+    """Query words whose stem the index does not know (candidates for typo repair)."""
+    analyzer = package.analyzer
+    unknown = {}
+    for word in sorted(analyzer.vocabulary_words([text])):
+        stem = analyzer.word_stem(word)
+        if stem is not None and stem not in package.term_ids:
+            unknown[word] = stem
+    return unknown

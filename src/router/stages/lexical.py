@@ -1,0 +1,57 @@
+"""Stage — the lexical search: keyword phrases and BM25F over the allowed sections, with the
+confidence of their result.
+
+Why together: the corrective expansion re-runs exactly this (keyword + BM25 + confidence) on the
+repaired or expanded terms and keeps whichever result is more confident, so one function runs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from router.stages.bm25 import term_ids, top_k, weighted_scores
+from router.stages.confidence import LexicalConfidence, lexical_confidence
+from router.stages.keyword import KeywordIndex, keyword_matches
+
+if TYPE_CHECKING:
+    from router.state import QueryState, Ranked
+
+__all__ = ["Lexical", "lexical_search"]
+
+
+@dataclass(frozen=True)
+class Lexical:
+    """What the lexical stages found for one list of query terms."""
+
+    terms: list[str]
+    keyword: Ranked
+    bm25: Ranked
+    confidence: LexicalConfidence
+
+
+def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") -> Lexical:
+    """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
+    ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them)."""
+    package, config, allowed = state.package, state.config, state.allowed
+    keyword_index: KeywordIndex = package.derive("keyword", KeywordIndex)
+    keyword = keyword_matches(keyword_index, terms, allowed)[: config.bm25_candidates]
+    state.trace.stage(
+        "keyword" + stage_suffix,
+        matches=[[package.sections[s].section_id, round(v, 3)] for s, v in keyword[:10]],
+    )
+    weights = state.block_weights
+    ids = term_ids(terms, package.term_ids)
+    ranked = (
+        top_k(weighted_scores(package.blocks, ids, weights), config.bm25_candidates, allowed)
+        if ids
+        else []
+    )
+    confidence = lexical_confidence(package, terms, ranked, weights, config)
+    state.trace.stage(
+        "bm25" + stage_suffix,
+        query_terms=len(ids),
+        fields=sorted(weights),
+        candidates=[[package.sections[s].section_id, round(v, 4)] for s, v in ranked[:10]],
+    )
+    return Lexical(list(terms), keyword, ranked, confidence)

@@ -1,0 +1,92 @@
+"""The one object a query carries through the cascade: the request, its analysis, who may see
+what, the trace, and the candidates each stage has found so far.
+
+Why one object: stages used to take eight or nine positional arguments each; with the state they
+take one, and a newcomer reads in one place what a query knows at any point of the cascade. The
+pipeline (``router.pipeline``) alone fills its candidate fields, in the order of ADR 0006.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from router.config import RouterConfig
+from router.contract import QueryRequest
+from router.package.reader import KnowledgePackage
+from router.stages.bm25 import block_weights
+from router.stages.filters import Visibility, visible_documents, visible_sections
+from router.stages.normalizer import NormalizedQuery
+from router.stages.query_analyzer import QueryFeatures
+from router.trace import Trace
+
+if TYPE_CHECKING:
+    from router.stages.confidence import Assessment
+    from router.stages.exact import ExactHit
+    from router.stages.lexical import Lexical
+
+__all__ = ["GraphNode", "QueryState", "Ranked", "query_day"]
+
+Ranked = list[tuple[int, float]]
+"""(section index, score), best first: what every ranking stage returns."""
+
+GraphNode = tuple[int, float, str]
+"""(section index, score, relation it was reached through)."""
+
+
+def query_day(request: QueryRequest, today: str | None) -> str:
+    """The ISO day the question is about: the request's date, else ``today``, else the clock's."""
+    if request.date is not None:
+        return request.date.isoformat()
+    return today or dt.date.today().isoformat()
+
+
+@dataclass
+class QueryState:
+    """One request on one package (one knowledge version), and what the stages found for it."""
+
+    package: KnowledgePackage
+    request: QueryRequest
+    config: RouterConfig
+    trace: Trace
+    query: NormalizedQuery
+    features: QueryFeatures
+    day: str
+    exact: list[ExactHit] = field(default_factory=list)
+    lexical: Lexical | None = None
+    graph: list[GraphNode] = field(default_factory=list)
+    vector: Ranked = field(default_factory=list)
+    assessment: Assessment | None = None
+
+    @cached_property
+    def visibility(self) -> Visibility:
+        return Visibility(self.request.tenant, self.day, self.request.include_deprecated)
+
+    @cached_property
+    def visible(self) -> frozenset[int]:
+        """Documents this caller may see (tenant, validity date, deprecation)."""
+        return visible_documents(self.package, self.visibility)
+
+    @cached_property
+    def allowed(self) -> frozenset[int] | None:
+        """Sections this caller may see, or None when it may see every section."""
+        return visible_sections(self.package, self.visibility)
+
+    @cached_property
+    def block_weights(self) -> dict[str, float]:
+        """Weight of each posting block of the package under the configured field weights."""
+        return block_weights(self.package.blocks, self.config.field_weights)
+
+    def lexical_result(self) -> Lexical:
+        """The lexical stages' result; the cascade always has one past the BM25 stage."""
+        if self.lexical is None:
+            raise RuntimeError("the lexical stages have not run yet")
+        return self.lexical
+
+    def verdict(self) -> Assessment:
+        """The confidence assessment; the cascade always has one past the confidence stage."""
+        if self.assessment is None:
+            raise RuntimeError("the confidence stage has not run yet")
+        return self.assessment

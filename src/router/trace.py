@@ -1,0 +1,52 @@
+"""The per-query trace: what each stage found and how long it took, and the latency budget.
+
+Why one object: the trace is the explanation a caller gets with every answer (PRD §39), and the
+budget (PRD §21) is measured on the same clock, so a stage that starts after the budget is spent
+is skipped and the skip is recorded where the caller reads the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Trace"]
+
+
+@dataclass
+class Trace:
+    """Stage name → details (with ``ms``), in the order the stages ran."""
+
+    clock: Callable[[], float]
+    started: float
+    budget_ms: float
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    exceeded: list[str] = field(default_factory=list)
+    _last: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._last = self.clock()
+
+    def stage(self, name: str, **details: Any) -> None:
+        """Record a finished stage; its ``ms`` is the time since the previous record."""
+        now = self.clock()
+        self.stages[name] = {"ms": round((now - self._last) * 1000, 3), **details}
+        self._last = now
+
+    def skip(self, name: str, reason: str) -> None:
+        self.stages[name] = {"ms": 0.0, "skipped": reason}
+
+    def ran(self, name: str) -> bool:
+        """True when ``name`` was recorded and not skipped."""
+        return name in self.stages and "skipped" not in self.stages[name]
+
+    def elapsed_ms(self) -> float:
+        return round((self.clock() - self.started) * 1000, 3)
+
+    def over_budget(self, stage: str) -> bool:
+        """True (and recorded) when the latency budget is spent before ``stage``."""
+        if (self.clock() - self.started) * 1000 <= self.budget_ms:
+            return False
+        self.exceeded.append(f"latency before {stage}")
+        return True
