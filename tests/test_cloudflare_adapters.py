@@ -66,7 +66,13 @@ from router.compile.embedding import embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.config import RetrievalBudget, RouterConfig
 from router.contract import QueryRequest
-from router.errors import BindingError, ConfigError, InvalidRequestError, PackageFormatError
+from router.errors import (
+    BindingError,
+    ConfigError,
+    GenerationError,
+    InvalidRequestError,
+    PackageFormatError,
+)
 from router.package.manifest import Manifest
 from router.package.reader import load_package
 from router.pipeline import run_query
@@ -84,7 +90,7 @@ from router.query_log import QueryRecorder, logged_query, request_key
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, package_key
 from router.sql import MAX_BOUND_PARAMETERS, version_statements
 from router.stages.cache import QueryCache
-from router.stages.generation import GenerationError, build_messages
+from router.stages.generation import build_messages
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from router.vectors.records import section_records
 from router.warming import warm_cache

@@ -21,9 +21,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from router.adapters.local.openai_generator import OpenAICompatibleGenerator
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
+from router.errors import GenerationError
 from router.ports import GeneratedAnswer, Generator
 from router.stages.generation import (
-    GenerationError,
     build_messages,
     check_citations,
     parse_citations,

@@ -1,7 +1,9 @@
-"""Typed runtime configuration with named defaults.
+"""Typed runtime configuration with named defaults, checked on construction.
 
 Why one place: every threshold that changes a ranking or an abstention is a named, documented
-default here, tuned only on training data (the golden set, SciFact train).
+default here, tuned only on training data (the golden set, SciFact train). A value that cannot be
+meant (an unknown fusion method, thresholds out of order, a size of zero) raises ``ConfigError``
+naming the field when the config is built.
 """
 
 from __future__ import annotations
@@ -9,10 +11,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
-from router.package.fields import DEFAULT_FIELD_WEIGHTS
+from router.checks import (
+    check_choice,
+    check_count,
+    check_keys,
+    check_order,
+    check_range,
+    check_weights,
+)
+from router.contract import LEVELS
+from router.errors import ConfigError
+from router.knowledge.model import TRUST_LEVELS
+from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 
-__all__ = ["DEFAULT_TOP_K", "RetrievalBudget", "RouterConfig"]
+__all__ = [
+    "DEFAULT_CACHE_ENTRIES",
+    "DEFAULT_TOP_K",
+    "FUSION_METHODS",
+    "SOURCE_NAMES",
+    "FusionMethod",
+    "RetrievalBudget",
+    "RouterConfig",
+]
+
+FusionMethod = Literal["rrf", "weighted"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("rrf", "weighted")
+# Ranked sources that may vote in fusion (exact hits are pinned, graph nodes annotate).
+SOURCE_NAMES = ("keyword", "bm25", "vector")
 
 DEFAULT_TOP_K = 5
 # Candidate pool the BM25 stage keeps before filters and answer selection.
@@ -62,16 +89,26 @@ DEFAULT_TRUST_WEIGHTS: Mapping[str, float] = MappingProxyType(
 DEFAULT_CONTEXT_BOOST = 0.3
 # Query cache (PRD §30): entries kept per isolate.
 DEFAULT_CACHE_ENTRIES = 1024
+# Retrieval budget (PRD §21): sections a response may hold, and the router's own time.
+DEFAULT_MAX_DOCUMENTS = 50
+DEFAULT_MAX_LATENCY_MS = 150.0
 
 
 @dataclass(frozen=True)
 class RetrievalBudget:
     """Upper bounds of one query (PRD §21); a query that hits one returns what it has."""
 
-    max_documents: int = 50
+    max_documents: int = DEFAULT_MAX_DOCUMENTS
     max_graph_nodes: int = DEFAULT_GRAPH_MAX_NODES
     max_vector_results: int = DEFAULT_VECTOR_TOP_K
-    max_latency_ms: float = 150.0
+    max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
+
+    def __post_init__(self) -> None:
+        owner = "RetrievalBudget"
+        check_count(owner, "max_documents", self.max_documents)
+        check_count(owner, "max_graph_nodes", self.max_graph_nodes, 0)
+        check_count(owner, "max_vector_results", self.max_vector_results)
+        check_range(owner, "max_latency_ms", self.max_latency_ms, above=0)
 
 
 @dataclass(frozen=True)
@@ -95,7 +132,7 @@ class RouterConfig:
     vector_min_similarity: float = DEFAULT_VECTOR_MIN_SIMILARITY
     vector_fallback: bool = True  # False: lexical only; see also ``always_vector``
     always_vector: bool = False  # True: every query reaches the vector stage (for comparison)
-    fusion: str = "rrf"  # "rrf" | "weighted"
+    fusion: FusionMethod = "rrf"
     rrf_k: int = DEFAULT_RRF_K
     source_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_SOURCE_WEIGHTS)
     vector_weight_by_level: Mapping[str, float] = field(
@@ -106,3 +143,48 @@ class RouterConfig:
     context_boost: float = DEFAULT_CONTEXT_BOOST
     corrective_expansion: bool = True
     budget: RetrievalBudget = field(default_factory=RetrievalBudget)
+
+    def __post_init__(self) -> None:
+        self._check_sizes()
+        self._check_thresholds()
+        self._check_weights()
+        if not isinstance(self.budget, RetrievalBudget):
+            raise ConfigError(f"RouterConfig.budget must be a RetrievalBudget, not {self.budget!r}")
+
+    def _check_sizes(self) -> None:
+        owner = "RouterConfig"
+        for name in ("top_k", "bm25_candidates", "answer_sentences", "answer_sections", "rrf_k"):
+            check_count(owner, name, getattr(self, name))
+        check_count(owner, "vector_top_k", self.vector_top_k)
+        check_count(owner, "graph_seeds", self.graph_seeds, 0)
+        check_count(owner, "graph_depth", self.graph_depth, 0)
+        check_keys(owner, "top_k_by_level", self.top_k_by_level, LEVELS)
+        for level, k in self.top_k_by_level.items():
+            check_count(owner, f"top_k_by_level[{level!r}]", k)
+
+    def _check_thresholds(self) -> None:
+        owner = "RouterConfig"
+        for name in (
+            "high_confidence",
+            "medium_confidence",
+            "abstain_below",
+            "min_coverage",
+            "strength_weight",
+            "margin_weight",
+        ):
+            check_range(owner, name, getattr(self, name), 0.0, 1.0)
+        check_order(
+            owner,
+            ("high_confidence", "medium_confidence", "abstain_below"),
+            (self.high_confidence, self.medium_confidence, self.abstain_below),
+        )
+        check_range(owner, "vector_min_similarity", self.vector_min_similarity, -1.0, 1.0)
+
+    def _check_weights(self) -> None:
+        owner = "RouterConfig"
+        check_choice(owner, "fusion", self.fusion, FUSION_METHODS)
+        check_weights(owner, "field_weights", self.field_weights, (*FIELD_NAMES, BM25F_BLOCK))
+        check_weights(owner, "source_weights", self.source_weights, SOURCE_NAMES)
+        check_weights(owner, "vector_weight_by_level", self.vector_weight_by_level, LEVELS)
+        check_weights(owner, "trust_weights", self.trust_weights, TRUST_LEVELS)
+        check_range(owner, "context_boost", self.context_boost, 0.0)

@@ -11,6 +11,7 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "EmbeddingModelError",
+    "GenerationError",
     "IntegrityError",
     "InvalidRequestError",
     "KnowledgeFormatError",
@@ -105,6 +106,13 @@ class BindingError(RouterError):
 
     code = "binding_failed"
     http_status = 503
+
+
+class GenerationError(RouterError):
+    """The LLM answer step failed: endpoint unreachable, timed out, or answered nonsense."""
+
+    code = "generation_failed"
+    http_status = 502
 
 
 class DatasetError(RouterError):

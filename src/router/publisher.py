@@ -210,7 +210,7 @@ async def publish(
     report = PublishReport(version=version, target=target.name, steps=steps)
     if package.vectors is not None and target.vectors is None:
         report.vectors_skipped = len(package.sections)
-    records: list[VectorRecord] | None = None
+    records: list[VectorRecord] = []
     done = await journal.done(target.name, version)
     for step in steps:
         if step in done:
@@ -227,27 +227,7 @@ async def publish(
         if on_step:
             on_step(step, "start")
         try:
-            if step.startswith("blob:"):
-                name = step.removeprefix("blob:")
-                await target.blobs.put(package_key(version, name), files[name])
-            elif step == VERIFY_STEP:
-                await _verify(files, package.manifest, target, journal)
-            elif step == ROWS_STEP:
-                assert target.relational is not None
-                catalog = json.loads(files["catalog.json"])
-                await target.relational.record_version(
-                    version, files[MANIFEST_NAME], catalog_rows(catalog)
-                )
-            elif step.startswith("vectors:"):
-                assert target.vectors is not None
-                if records is None:
-                    records = section_records(package)
-                start = int(step.removeprefix("vectors:")) * target.vector_batch
-                batch = records[start : start + target.vector_batch]
-                report.vectors_upserted += await target.vectors.upsert(batch)
-            elif step == ACTIVATE_STEP:
-                report.previous_version = await activate(target.kv, version)
-                report.activated = True
+            await _run_step(step, package, files, target, journal, report, records)
         except RouterError as exc:
             if isinstance(exc, PublishError):
                 raise
@@ -258,6 +238,38 @@ async def publish(
         if on_step:
             on_step(step, "done")
     return report
+
+
+async def _run_step(
+    step: str,
+    package: KnowledgePackage,
+    files: Mapping[str, bytes],
+    target: PublishTarget,
+    journal: PublishJournal,
+    report: PublishReport,
+    records: list[VectorRecord],
+) -> None:
+    """One publish step; ``records`` is filled with the section vectors on first need."""
+    version = package.version
+    if step.startswith("blob:"):
+        name = step.removeprefix("blob:")
+        await target.blobs.put(package_key(version, name), files[name])
+    elif step == VERIFY_STEP:
+        await _verify(files, package.manifest, target, journal)
+    elif step == ROWS_STEP:
+        assert target.relational is not None
+        catalog = json.loads(files["catalog.json"])
+        await target.relational.record_version(version, files[MANIFEST_NAME], catalog_rows(catalog))
+    elif step.startswith("vectors:"):
+        assert target.vectors is not None
+        if not records:
+            records.extend(section_records(package))
+        start = int(step.removeprefix("vectors:")) * target.vector_batch
+        batch = records[start : start + target.vector_batch]
+        report.vectors_upserted += await target.vectors.upsert(batch)
+    elif step == ACTIVATE_STEP:
+        report.previous_version = await activate(target.kv, version)
+        report.activated = True
 
 
 async def _verify(

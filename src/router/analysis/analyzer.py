@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from router.analysis.stopwords import STOPWORDS
 from router.analysis.text import fold, has_diacritics, normalize_text, split_camel
+from router.checks import check_choice, check_count
 from router.errors import ConfigError
 
 __all__ = ["Analyzer", "AnalyzerConfig", "StemFunction", "snowball_stem_function"]
@@ -40,6 +41,10 @@ class AnalyzerConfig:
     min_word_length: int = _DEFAULT_MIN_WORD_LENGTH
     keep_codes: bool = True
     fold_plurals: bool = True
+
+    def __post_init__(self) -> None:
+        check_choice("AnalyzerConfig", "language", self.language, sorted(STOPWORDS))
+        check_count("AnalyzerConfig", "min_word_length", self.min_word_length)
 
     def to_dict(self) -> dict[str, object]:
         return {

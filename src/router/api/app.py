@@ -57,6 +57,14 @@ def create_app(
     def resolve(request: Request) -> KnowledgeService:
         return service(request) if callable(service) else service
 
+    _add_error_handlers(app)
+    _add_routes(app, resolve, defer)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error leaves as ``{"error": {"code", "message"}}``, with the status of its class."""
+
     @app.exception_handler(RouterError)
     async def router_error(_: Request, exc: RouterError) -> JSONResponse:
         status = exc.http_status if exc.http_status >= 400 else 500
@@ -78,6 +86,10 @@ def create_app(
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         return _error(500, "internal_error", f"{type(exc).__name__}")
+
+
+def _add_routes(app: FastAPI, resolve: ServiceFactory, defer: Defer | None) -> None:
+    """``POST /v1/query``, ``GET /v1/health`` and ``GET /v1/metrics``."""
 
     @app.post("/v1/query", response_model=QueryResponse)
     async def query(
@@ -110,5 +122,3 @@ def create_app(
     async def metrics(request: Request) -> JSONResponse:
         """Counters and rates of this process (PRD §40)."""
         return JSONResponse(resolve(request).metrics.snapshot())
-
-    return app

@@ -17,6 +17,7 @@ import Stemmer
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
 from router.analysis.text import fold, has_diacritics
+from router.checks import check_choice, check_range, check_weights
 from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fields
 from router.errors import ConfigError
 from router.knowledge.model import Document, Section
@@ -45,11 +46,19 @@ class BM25Params:
     k1: float = 1.5
     b: float = 0.75
 
+    def __post_init__(self) -> None:
+        check_choice("BM25Params", "method", self.method, BM25_METHODS)
+        check_range("BM25Params", "k1", self.k1, 0.0)
+        check_range("BM25Params", "b", self.b, 0.0, 1.0)
+
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "k1": self.k1, "b": self.b}
 
 
 SCORING_MODES = ("fields", "bm25f")
+# The bm25s variants whose score is zero where a term does not occur (BM25L and BM25+ are not:
+# they would need a score for every section, which sparse posting lists cannot hold).
+BM25_METHODS = ("lucene", "robertson", "atire")
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,12 @@ class BuildConfig:
     bm25: BM25Params = field(default_factory=BM25Params)
     scoring: str = "bm25f"
     field_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FIELD_WEIGHTS))
+
+    def __post_init__(self) -> None:
+        check_choice("BuildConfig", "scoring", self.scoring, SCORING_MODES)
+        check_weights("BuildConfig", "field_weights", self.field_weights, FIELD_NAMES)
+        if not any(w > 0 for w in self.field_weights.values()):
+            raise ConfigError("BuildConfig.field_weights needs at least one weight above 0")
 
     def index_dict(self, blocks: Sequence[str]) -> dict[str, Any]:
         weights = {k: float(self.field_weights.get(k, 0.0)) for k in FIELD_NAMES}
@@ -113,8 +128,6 @@ def compile_documents(
 ) -> CompiledPackage:
     """Build the package; same documents, config and vectors → byte-identical artifacts."""
     config = config or BuildConfig()
-    if config.scoring not in SCORING_MODES:
-        raise ConfigError(f"scoring must be one of {SCORING_MODES}, not {config.scoring!r}")
     if not documents:
         raise ConfigError("no documents to index")
     fields = [

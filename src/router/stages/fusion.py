@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from router.checks import check_choice
+from router.config import FUSION_METHODS
 from router.stages.boosts import boost_factors, boosted, context_targets
 from router.stages.exact import hit_section
 
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
     from router.state import QueryState
 
 __all__ = [
-    "FUSION_METHODS",
     "Fused",
     "annotate",
     "fuse",
@@ -36,7 +37,6 @@ __all__ = [
 ]
 
 Ranked = Sequence[tuple[int, float]]
-FUSION_METHODS = ("rrf", "weighted")
 SOURCE_ORDER = ("exact", "keyword", "bm25", "graph", "vector")
 PIN_LIFT = 1.0  # pinned targets score this much above the best fused candidate
 
@@ -90,11 +90,15 @@ def weighted_fusion(sources: Mapping[str, Ranked], weights: Mapping[str, float])
 def fuse(
     sources: Mapping[str, Ranked], method: str, k: int, weights: Mapping[str, float]
 ) -> list[Fused]:
-    """A single source keeps its own order; several are fused with ``method``."""
+    """A single source keeps its own order; several are fused with ``method`` (one of
+    ``FUSION_METHODS``; any other name raises ``ConfigError``)."""
     live = {name: ranked for name, ranked in sources.items() if ranked}
     if method == "weighted":
         return weighted_fusion(live, weights)
-    return rrf(live, k, weights)
+    if method == "rrf":
+        return rrf(live, k, weights)
+    check_choice("fuse", "method", method, FUSION_METHODS)
+    raise AssertionError("unreachable: check_choice raised")
 
 
 def annotate(fused: Sequence[Fused], name: str, ranked: Ranked) -> list[Fused]:

@@ -13,14 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from router.contract import AgentKnowledgeContext, KnowledgeChunk
-from router.errors import RouterError
 from router.ports import GeneratedAnswer
 from router.safety.injection import INJECTION_FLAG
 
 __all__ = [
     "ABSTAIN_MARKER",
     "CitationCheck",
-    "GenerationError",
     "build_messages",
     "check_citations",
     "citable_chunks",
@@ -50,13 +48,6 @@ _ID = r"[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}"
 _ID_RE = re.compile(_ID)
 _BRACKETS = re.compile(r"\[([^\[\]\n]{1,1000})\]")
 _ID_SEPARATORS = re.compile(r"\s*[,;]\s*")
-
-
-class GenerationError(RouterError):
-    """The LLM answer step failed: endpoint unreachable, timed out, or answered nonsense."""
-
-    code = "generation_failed"
-    http_status = 502
 
 
 @dataclass(frozen=True)

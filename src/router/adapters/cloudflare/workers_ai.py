@@ -9,7 +9,7 @@ bge-m3 needs no "query:"/"passage:" prefixes, so ``kind`` does not change the re
 Why the generator reuses :mod:`router.stages.generation`: the prompt layout (router policy,
 knowledge as delimited data, question) and the citation parsing are product rules shared with the
 OpenAI-compatible adapter; only the transport differs. Every failure becomes a
-:class:`~router.stages.generation.GenerationError`.
+:class:`~router.errors.GenerationError`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 from router.adapters.cloudflare.jsconv import to_js, to_py
 from router.contract import AgentKnowledgeContext
-from router.errors import BindingError
+from router.errors import BindingError, GenerationError
 from router.ports import GeneratedAnswer
 from router.sql import chunked
-from router.stages.generation import GenerationError, build_messages, parse_citations
+from router.stages.generation import build_messages, parse_citations
 
 __all__ = [
     "BGE_M3_DIMENSIONS",

@@ -3,7 +3,7 @@
 Why a generic adapter: local runs (llama.cpp, vLLM, Ollama) and hosted APIs speak the same chat
 protocol, so one small client covers them; the prompt layout and the citation rules stay in the
 sans-I/O stage (:mod:`router.stages.generation`). Every failure becomes a
-:class:`~router.stages.generation.GenerationError` whose message never carries the API key.
+:class:`~router.errors.GenerationError` whose message never carries the API key.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import httpx
 
 from router.adapters.http_client import OwnedHttpClient
 from router.contract import AgentKnowledgeContext
+from router.errors import GenerationError
 from router.ports import GeneratedAnswer
-from router.stages.generation import GenerationError, build_messages, parse_citations
+from router.stages.generation import build_messages, parse_citations
 
 __all__ = ["OpenAICompatibleGenerator"]
 
