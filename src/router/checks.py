@@ -1,5 +1,4 @@
-"""Checks shared by the typed configs; each raises ``ConfigError`` naming the field and what it
-allows.
+"""Checks shared by the typed configs, each raising ``ConfigError`` naming field and allowed values.
 
 Why on construction: a typo in a method name ("weigthed") or thresholds in the wrong order used to
 run silently with another behaviour; a config that cannot be what its author meant is refused

@@ -74,18 +74,19 @@ DEFAULT_RRF_K = 60
 DEFAULT_SOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {"keyword": 0.0, "bm25": 1.0, "vector": 1.0}
 )
-# Adaptive top-K (PRD §22).
 # How much the vector list weighs in fusion, per lexical confidence level: on MEDIUM the lexical
 # ranking already holds evidence, so vectors mostly add recall; on LOW they lead as much as BM25.
 DEFAULT_VECTOR_WEIGHT_BY_LEVEL: Mapping[str, float] = MappingProxyType(
     {"HIGH": 1.0, "MEDIUM": 1.0, "LOW": 1.0}
 )
+# Adaptive top-K (PRD §22).
 DEFAULT_TOP_K_BY_LEVEL: Mapping[str, int] = MappingProxyType({"HIGH": 3, "MEDIUM": 8, "LOW": 15})
-# Trust ordering (PRD §37): multiplier of the fused score.
+# Trust ordering (PRD §37): multiplier of each source's scores before fusion (ADR 0006).
 DEFAULT_TRUST_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {"official": 1.0, "verified": 0.95, "generated": 0.85, "draft": 0.7, "deprecated": 0.5}
 )
-# Context boost (PRD §12): relative boost of sections of the page / tab / focus documents.
+# Context boost (PRD §12): relative boost of the scores of sections of the page / tab / focus
+# documents, applied to each source before fusion like the trust weights (ADR 0006).
 DEFAULT_CONTEXT_BOOST = 0.3
 # Query cache (PRD §30): entries kept per isolate.
 DEFAULT_CACHE_ENTRIES = 1024

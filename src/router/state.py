@@ -1,5 +1,7 @@
-"""The one object a query carries through the cascade: the request, its analysis, who may see
-what, the trace, and the candidates each stage has found so far.
+"""The one object a query carries through the cascade (ADR 0006 lists the stages in order).
+
+It holds the request, its analysis, who may see what, the trace, and the candidates each stage
+has found so far.
 
 Why one object: stages used to take eight or nine positional arguments each; with the state they
 take one, and a newcomer reads in one place what a query knows at any point of the cascade. The

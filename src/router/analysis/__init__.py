@@ -1,0 +1,1 @@
+"""Text analysis shared by build and serve: normalisation, tokens, stopwords, stems."""

@@ -1,1 +1,1 @@
-"""The cascade's stages, one module each; the pipeline alone decides fall-through and the trace."""
+"""The cascade's stages, one module each (their order: docs/adr/0006); the pipeline runs them."""

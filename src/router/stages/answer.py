@@ -1,5 +1,4 @@
-"""Stage — the answer (PRD §33): abstain, a direct fact, an extractive quote, or an LLM answer
-whose citations are checked, and the citations of each.
+"""Stage — the answer (PRD §33): decline, a direct fact, an extractive quote, or a checked LLM one.
 
 Why extractive before any LLM: every sentence of the answer is quoted from a retrieved section
 and cited, so nothing is invented; sentences that read like instructions (prompt injection) are

@@ -1,5 +1,7 @@
-"""Stage — the corrective expansion (seed 001 §8.6): a weak lexical result is retried once, with
-its typos repaired and then with synonyms, and a retry is kept only if it is more confident.
+"""Stage — the corrective expansion (seed 001 §8.6): one retry of a weak lexical result.
+
+A weak result is retried once, with its typos repaired and then with synonyms, and a retry is
+kept only if it is more confident.
 
 Why corrections first: a repaired query ("certifcado de aprovasao do epi") is usually precise,
 and appending a synonym group (EPI = equipamento de proteção individual) would pull it toward the

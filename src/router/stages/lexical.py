@@ -1,5 +1,4 @@
-"""Stage — the lexical search: keyword phrases and BM25F over the allowed sections, with the
-confidence of their result.
+"""Stage — the lexical search: keyword phrases and BM25F, with the confidence of their result.
 
 Why together: the corrective expansion re-runs exactly this (keyword + BM25 + confidence) on the
 repaired or expanded terms and keeps whichever result is more confident, so one function runs it.

@@ -1,5 +1,4 @@
-"""D1 database binding as the :class:`~router.ports.RelationalStore` and
-:class:`~router.ports.QueryLog` ports (tables of ``migrations/d1``).
+"""The D1 binding as the relational store and query-log ports (tables of ``migrations/d1``).
 
 Why batches in chunks: ``batch([...])`` runs its statements in one transaction and one round
 trip, but D1 bounds a statement to 100 bound parameters and an invocation to a limited number of

@@ -1,5 +1,4 @@
-"""Workers AI binding as the :class:`~router.ports.Embedder` and :class:`~router.ports.Generator`
-ports.
+"""The Workers AI binding as the query embedder and the LLM generator ports.
 
 Why the embedder is named by model: a package's vectors can only be queried with the model that
 made them, and the manifest records that model id (``@cf/baai/bge-m3`` for packages published to

@@ -1,5 +1,4 @@
-"""D1 through the REST API (``POST /d1/database/{id}/query``), as the
-:class:`~router.ports.RelationalStore` port.
+"""D1 through the REST API (``POST /d1/database/{id}/query``) as the relational store port.
 
 Why batches: a version's rows are hundreds of multi-row ``INSERT``s
 (:func:`router.sql.version_statements`, at most 100 bound parameters each, D1's limit); the
