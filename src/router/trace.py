@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Trace"]
+__all__ = ["TRACE_TOP_N", "Trace"]
+
+TRACE_TOP_N = 10
+"""Candidates a ranking stage lists in the trace (the full lists stay in the state)."""
 
 
 @dataclass

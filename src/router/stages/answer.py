@@ -38,6 +38,8 @@ __all__ = [
 
 # A value question is answered from a fact of the best few documents only.
 FACT_DOCS_CONSIDERED = 3
+# A fact the question addresses exactly ranks above any fact found by shared words.
+EXACT_FACT_OVERLAP = 99
 # Characters of a chunk quoted in an LLM answer's citation.
 CITED_PASSAGE_CHARS = 300
 
@@ -158,7 +160,12 @@ def _fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
     for hit in state.exact:
         if hit.target.kind == "fact" and hit.target.fact is not None:
             doc = package.documents[hit.target.doc_index]
-            return FactMatch(hit.target.doc_index, hit.target.fact, doc.facts[hit.target.fact], 99)
+            return FactMatch(
+                hit.target.doc_index,
+                hit.target.fact,
+                doc.facts[hit.target.fact],
+                EXACT_FACT_OVERLAP,
+            )
     if not state.features.value_question:
         return None
     docs: list[int] = []

@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 CACHE_PREFIX = "qcache:"
+KEY_HEX_CHARS = 40  # of the sha256: 160 bits, no collision in any cache
 LLM_KEY_SUFFIX = "+llm"  # an LLM answer and an extractive one are cached apart
 CacheWhere = Literal["memory", "kv", "miss"]
 
@@ -51,7 +52,7 @@ def cache_key(
         [normalized_query, version, tenant, page, tab, focus, day, include_deprecated, top_k],
         ensure_ascii=False,
     )
-    return CACHE_PREFIX + hashlib.sha256(identity.encode()).hexdigest()[:40]
+    return CACHE_PREFIX + hashlib.sha256(identity.encode()).hexdigest()[:KEY_HEX_CHARS]
 
 
 class LruCache:

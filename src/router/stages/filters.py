@@ -13,6 +13,9 @@ from router.package.reader import KnowledgePackage
 
 __all__ = ["Visibility", "visible_documents", "visible_sections"]
 
+# Distinct (tenant, day, flags) visibilities remembered per package before the memo is reset.
+VISIBILITY_CACHE_ENTRIES = 256
+
 
 @dataclass(frozen=True)
 class Visibility:
@@ -36,7 +39,7 @@ def visible_documents(package: KnowledgePackage, visibility: Visibility) -> froz
     found = cache.get(visibility)
     if found is None:
         found = frozenset(i for i, d in enumerate(package.documents) if visibility.admits(d))
-        if len(cache) > 256:
+        if len(cache) > VISIBILITY_CACHE_ENTRIES:
             cache.clear()
         cache[visibility] = found
     return found

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from router.stages.bm25 import term_ids, top_k, weighted_scores
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import KeywordIndex, keyword_matches
+from router.trace import TRACE_TOP_N
 
 if TYPE_CHECKING:
     from router.state import QueryState, Ranked
@@ -37,7 +38,7 @@ def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") 
     keyword = keyword_matches(keyword_index, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
-        matches=[[package.sections[s].section_id, round(v, 3)] for s, v in keyword[:10]],
+        matches=[[package.sections[s].section_id, round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
     )
     weights = state.block_weights
     ids = term_ids(terms, package.term_ids)
@@ -51,6 +52,6 @@ def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") 
         "bm25" + stage_suffix,
         query_terms=len(ids),
         fields=sorted(weights),
-        candidates=[[package.sections[s].section_id, round(v, 4)] for s, v in ranked[:10]],
+        candidates=[[package.sections[s].section_id, round(v, 4)] for s, v in ranked[:TRACE_TOP_N]],
     )
     return Lexical(list(terms), keyword, ranked, confidence)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from router.config import DEFAULT_TOP_K_BY_LEVEL
 from router.contract import Level
 
 __all__ = ["adaptive_k"]
@@ -17,4 +18,4 @@ def adaptive_k(level: Level, by_level: Mapping[str, int], requested: int | None)
     """The caller's explicit ``top_k`` wins; otherwise the level's K (LOW's for unknown levels)."""
     if requested is not None:
         return requested
-    return by_level.get(level, by_level.get("LOW", 15))
+    return by_level.get(level, by_level.get("LOW", DEFAULT_TOP_K_BY_LEVEL["LOW"]))
