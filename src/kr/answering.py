@@ -26,14 +26,16 @@ from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.vector_cache import VectorCache
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
-from router.errors import ConfigError, NoActiveVersionError, PackageFormatError
-from router.package.manifest import MANIFEST_NAME, Manifest
+from router.errors import ConfigError, NoActiveVersionError
+from router.package.fetch import fetch_package_files
+from router.package.manifest import MANIFEST_NAME
 from router.package.reader import KnowledgePackage
 from router.pipeline import CascadeServices, run_cascade
 from router.ports import ACTIVE_VERSION_KEY, BlobStore, KeyValueStore
 from router.publisher import read_package
 from router.service import KnowledgeService
 from router.stages.cache import QueryCache
+from router.sync import run_sync
 from router.vectors.records import section_records
 
 __all__ = [
@@ -128,13 +130,12 @@ def package_folder_files(folder: Path) -> dict[str, bytes]:
             hint = f"; it holds {listed}: pass one of them" if versions else ""
             raise ConfigError(f"{folder} is not a package folder (no {MANIFEST_NAME}){hint}")
         folder = versions[0]
-    manifest = (folder / MANIFEST_NAME).read_bytes()
-    files = {MANIFEST_NAME: manifest}
-    for name in Manifest.from_bytes(manifest).artifact_names:
-        if not (folder / name).is_file():
-            raise PackageFormatError(f"package folder {folder} has no {name}")
-        files[name] = (folder / name).read_bytes()
-    return files
+
+    async def get(name: str) -> bytes | None:
+        path = folder / name
+        return path.read_bytes() if path.is_file() else None
+
+    return run_sync(fetch_package_files(get, f"package folder {folder}"))
 
 
 def read_package_folder(folder: Path) -> KnowledgePackage:

@@ -11,25 +11,25 @@ import asyncio
 import datetime as dt
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 from kr.answering import package_folder_files
-from kr.gate import GATE_BLOCKED_EXIT, GateSettings
+from kr.gate import DEFAULT_GOLDEN, GATE_BLOCKED_EXIT, GateSettings
 from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_by_name, embedder_for_model
 from router.adapters.local.state import LocalState, default_state_dir
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import build_knowledge, write_package
+from router.config import DEFAULT_CACHE_ENTRIES
 from router.contract import QueryRequest
 from router.errors import (
     ConfigError,
     KnowledgeFormatError,
     NoActiveVersionError,
-    PackageFormatError,
     QualityGateError,
     RouterError,
 )
+from router.package.fetch import fetch_package_files, is_version_id
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.ports import ACTIVE_VERSION_KEY, PublishJournal
 from router.publisher import PublishReport, PublishTarget, publish_package
@@ -40,10 +40,8 @@ __all__ = ["main"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
-DEFAULT_GOLDEN = "eval/golden.jsonl"
 DEFAULT_WRANGLER_TOML = Path("wrangler.toml")
 ENVIRONMENTS = ("dev", "production")
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--state", type=Path, default=None, help="state folder ($KR_STATE)")
 
     def gate_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--golden", type=Path, default=Path(DEFAULT_GOLDEN), help="gate: golden set")
+        p.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN, help="gate: golden set")
         p.add_argument(
             "--extra",
             type=Path,
@@ -156,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
         "target",
         nargs="?",
         type=Path,
-        default=Path(DEFAULT_GOLDEN),
+        default=DEFAULT_GOLDEN,
         help=f"golden set .jsonl or BEIR folder (default {DEFAULT_GOLDEN})",
     )
     state_arg(evaluate)
@@ -222,7 +220,7 @@ async def _service(path: Path | None, cache: bool = True) -> KnowledgeService:
     service = KnowledgeService(
         kv=state.kv,
         blobs=state.blobs,
-        cache=QueryCache(1024, state.kv) if cache else None,
+        cache=QueryCache(DEFAULT_CACHE_ENTRIES, state.kv) if cache else None,
         load_vectors_on_activation=True,
     )
     try:
@@ -265,7 +263,7 @@ async def _package_files(spec: str | None, state_root: Path | None) -> dict[str,
     version active in the local state (what ``kr build`` last activated)."""
     if spec and Path(spec).is_dir():
         return package_folder_files(Path(spec))
-    if spec and not _VERSION.match(spec):
+    if spec and not is_version_id(spec):
         raise ConfigError(f"{spec!r} is neither a package folder nor a knowledge version")
     state = _state(state_root)
     version = spec or await state.kv.get(ACTIVE_VERSION_KEY)
@@ -274,16 +272,13 @@ async def _package_files(spec: str | None, state_root: Path | None) -> dict[str,
             f"nothing to publish: no version is active in {state.root}; run `kr build` first "
             "or pass a package folder"
         )
-    manifest = await state.blobs.get(package_key(version, MANIFEST_NAME))
-    if manifest is None:
+    if await state.blobs.get(package_key(version, MANIFEST_NAME)) is None:
         raise ConfigError(f"{version!r} is neither a package folder nor a version in {state.root}")
-    files = {MANIFEST_NAME: manifest}
-    for name in Manifest.from_bytes(manifest).artifact_names:
-        blob = await state.blobs.get(package_key(version, name))
-        if blob is None:
-            raise PackageFormatError(f"version {version} in {state.root} has no {name}")
-        files[name] = blob
-    return files
+
+    async def get(name: str) -> bytes | None:
+        return await state.blobs.get(package_key(version, name))
+
+    return await fetch_package_files(get, f"version {version} in {state.root}")
 
 
 def _print_step(step: str, status: str) -> None:

@@ -7,7 +7,6 @@ functions take plain values, so tests and other commands (``kr publish``) call t
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from router.adapters.local.state import LocalState, default_state_dir
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.indexer import BuildConfig
 from router.errors import ConfigError, DatasetError
+from router.package.fetch import fetch_package_files, is_version_id
 from router.package.manifest import MANIFEST_NAME
 from router.package.reader import KnowledgePackage
 from router.ports import PublishJournal
@@ -56,8 +56,6 @@ __all__ = [
     "rollback_command",
     "write_eval_report",
 ]
-
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -169,7 +167,7 @@ async def resolve_candidate(
     if path.is_dir():
         files = package_folder_files(path)
         return read_package(files), files
-    if not _VERSION.match(spec):
+    if not is_version_id(spec):
         raise ConfigError(f"{spec!r} is neither a package folder nor a knowledge version")
     manifest = await state.blobs.get(package_key(spec, MANIFEST_NAME))
     if manifest is None:
@@ -273,13 +271,10 @@ async def gate_command(
 
 
 async def _stored_files(state: LocalState, package: KnowledgePackage) -> dict[str, bytes]:
-    files = {}
-    for name in (MANIFEST_NAME, *package.manifest.artifact_names):
-        blob = await state.blobs.get(package_key(package.version, name))
-        if blob is None:
-            raise ConfigError(f"version {package.version} in {state.root} has no {name}")
-        files[name] = blob
-    return files
+    async def get(name: str) -> bytes | None:
+        return await state.blobs.get(package_key(package.version, name))
+
+    return await fetch_package_files(get, f"version {package.version} in {state.root}")
 
 
 async def rollback_command(state: LocalState) -> tuple[str, str]:
