@@ -31,7 +31,7 @@ from router.errors import (
 )
 from router.package.fetch import fetch_package_files, is_version_id
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.ports import ACTIVE_VERSION_KEY, PublishJournal
+from router.ports import ACTIVE_VERSION_KEY, Embedder, PublishJournal, VectorIndex
 from router.publisher import PublishReport, PublishTarget, publish_package
 from router.service import KnowledgeService, package_key
 from router.stages.cache import QueryCache
@@ -213,24 +213,29 @@ def _state(path: Path | None) -> LocalState:
     return LocalState(path or default_state_dir())
 
 
-async def _service(path: Path | None, cache: bool = True) -> KnowledgeService:
-    """The local default: SQLite KV + folder blobs, in-process vector index, matching embedder,
-    LRU + KV query cache; the active package (and its vectors) is loaded here, once."""
+def _vector_stage(manifest: Manifest) -> tuple[Embedder | None, VectorIndex | None]:
+    """The local embedder of the package's model and an in-process index of its dimensions
+    (a :data:`~router.service.VectorStageFactory`); (None, None) without a matching embedder."""
+    embedding = manifest.embedding
+    if not embedding:
+        return None, None
+    embedder = embedder_for_model(embedding.get("model"))
+    if embedder is None:
+        return None, None
+    return embedder, LocalVectorIndex(int(embedding["dimensions"]))
+
+
+def _service(path: Path | None, cache: bool = True) -> KnowledgeService:
+    """The local default: SQLite KV + folder blobs, in-process vector index, LRU + KV query
+    cache; the vector stage is picked per loaded package, as in the Worker."""
     state = _state(path)
-    service = KnowledgeService(
+    return KnowledgeService(
         kv=state.kv,
         blobs=state.blobs,
         cache=QueryCache(DEFAULT_CACHE_ENTRIES, state.kv) if cache else None,
         load_vectors_on_activation=True,
+        vector_stage=_vector_stage,
     )
-    try:
-        manifest = await service.active_manifest()
-    except NoActiveVersionError:
-        return service
-    if manifest.embedding:
-        service.embedder = embedder_for_model(manifest.embedding.get("model"))
-        service.vector_index = LocalVectorIndex(int(manifest.embedding["dimensions"]))
-    return service
 
 
 async def _build(args: argparse.Namespace) -> int:
@@ -464,7 +469,7 @@ async def _query(args: argparse.Namespace) -> int:
         date=args.date,
         top_k=args.top_k,
     )
-    response = await (await _service(args.state)).query(request)
+    response = await _service(args.state).query(request)
     if args.json:
         print(response.model_dump_json(indent=2))
         return 0
@@ -485,7 +490,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from router.api.app import create_app
 
-    app = create_app(asyncio.run(_service(args.state)))
+    app = create_app(_service(args.state))
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
