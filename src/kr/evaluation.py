@@ -25,6 +25,7 @@ from router.contract import QueryRequest, QueryResponse
 from router.errors import DatasetError
 
 __all__ = [
+    "DEFAULT_GOLDEN",
     "DEFAULT_RECALL_AT",
     "PATHS",
     "RANKING_METRICS",
@@ -49,6 +50,8 @@ RANKING_METRICS: Mapping[str, str] = {
 }
 """Our metric name → ranx's; ``recall@k`` is added for each k of ``EvalSettings.recall_at``."""
 
+DEFAULT_GOLDEN = Path("eval/golden.jsonl")
+"""The golden set, from the project root (the default set of ``kr eval`` and of the gate)."""
 DEFAULT_RECALL_AT: tuple[int, ...] = (10,)
 GOLDEN_TOP_K = 10  # results asked for per golden query (ranking metrics look at most this deep)
 DEFAULT_FAILURES_LISTED = 20
