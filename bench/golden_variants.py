@@ -12,7 +12,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from kr.evaluation import DEFAULT_GOLDEN, evaluate, load_golden
+from kr.evaluation import evaluate
+from kr.golden import DEFAULT_GOLDEN, load_golden
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import build_knowledge
 from router.compile.indexer import BuildConfig

@@ -25,7 +25,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from kr.answering import eval_config, package_answerer
-from kr.evaluation import EvalReport, EvalSettings, GoldenQuery, evaluate
+from kr.evaluation import EvalReport, EvalSettings, evaluate
+from kr.golden import GoldenQuery
 from router.analysis.analyzer import AnalyzerConfig
 from router.analysis.stopwords import STOPWORDS
 from router.compile.beir import BeirCollection, load_beir

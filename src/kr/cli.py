@@ -19,7 +19,7 @@ from kr.beir_eval import DEFAULT_SPLIT, DEFAULT_VARIANT, LANGUAGES, VARIANTS
 from kr.cloudflare import ENVIRONMENTS
 from kr.commands import build, gate, publish, query, rollback, serve
 from kr.commands import eval as evaluate
-from kr.evaluation import DEFAULT_GOLDEN
+from kr.golden import DEFAULT_GOLDEN
 from kr.local import DEFAULT_EMBEDDER
 from router.adapters.local.embedders import EMBEDDER_CHOICES
 from router.errors import KnowledgeFormatError, QualityGateError, RouterError

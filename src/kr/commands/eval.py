@@ -22,7 +22,8 @@ from kr.beir_eval import (
     load_collection,
     plan_vectors,
 )
-from kr.evaluation import DEFAULT_GOLDEN, EvalReport, evaluate, load_golden
+from kr.evaluation import EvalReport, evaluate
+from kr.golden import DEFAULT_GOLDEN, GOLDEN_NAME, load_golden
 from kr.local import DEFAULT_EMBEDDER, local_state
 from kr.packages import active_package, read_package_folder
 from kr.progress import progress_bar, say
@@ -35,7 +36,6 @@ __all__ = ["JSON_SECTIONS", "EvalRequest", "eval_command", "report_folder", "run
 
 JSON_SECTIONS = ("info", "overall", "per_category", "by_path", "operations")
 """What ``kr eval --json`` prints of the report (metrics.json has all of it)."""
-GOLDEN_REPORT_NAME = "golden"
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ async def eval_command(request: EvalRequest) -> EvalReport:
         "config": "RouterConfig defaults, latency budget lifted, fresh memory cache",
     }
     answer = package_answerer(package, today=today)
-    name = GOLDEN_REPORT_NAME if target.name == DEFAULT_GOLDEN.name else target.stem
+    name = GOLDEN_NAME if target.name == DEFAULT_GOLDEN.name else target.stem
     with progress_bar(len(queries), name) as advance:
         return await evaluate(queries, answer, name=name, info=info, progress=advance)
 

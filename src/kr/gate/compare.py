@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from kr.evaluation import EvalReport, QueryOutcome
+from kr.evaluation import EvalReport
+from kr.outcomes import QueryOutcome
 from router.errors import ConfigError
 
 __all__ = [

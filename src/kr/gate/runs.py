@@ -23,15 +23,14 @@ from kr.beir_eval import (
     load_collection,
     plan_vectors,
 )
-from kr.evaluation import DEFAULT_GOLDEN, EvalReport, evaluate, load_golden
+from kr.evaluation import EvalReport, evaluate
 from kr.gate.compare import DEFAULT_TOLERANCES, SetComparison, Tolerance, compare_reports
 from kr.gate.report import DEFAULT_LISTED_QUERIES, GateReport
+from kr.golden import DEFAULT_GOLDEN, GOLDEN_NAME, load_golden
 from kr.progress import progress_bar, say
 from router.package.reader import KnowledgePackage
 
 __all__ = ["GateSettings", "run_gate"]
-
-GOLDEN_SET_NAME = "golden"
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ async def run_gate(
     report = GateReport(candidate.version, active.version, listed=settings.listed_queries)
     if settings.golden is not None:
         before, after = await _golden_reports(candidate, active, settings)
-        report.sets.append(compare_reports(GOLDEN_SET_NAME, before, after, settings.tolerances))
+        report.sets.append(compare_reports(GOLDEN_NAME, before, after, settings.tolerances))
     for folder in settings.extra:
         report.sets.append(await _extra_comparison(folder, candidate, active, settings))
     return report
@@ -67,8 +66,8 @@ async def _golden_reports(
     reports = []
     for package in (active, candidate):
         answer = package_answerer(package, today=settings.today)
-        with progress_bar(len(queries), f"{GOLDEN_SET_NAME} · {package.version}") as advance:
-            report = await evaluate(queries, answer, name=GOLDEN_SET_NAME, progress=advance)
+        with progress_bar(len(queries), f"{GOLDEN_NAME} · {package.version}") as advance:
+            report = await evaluate(queries, answer, name=GOLDEN_NAME, progress=advance)
             reports.append(report)
     return reports[0], reports[1]
 
