@@ -245,13 +245,14 @@ def build_config_from_manifest(manifest: Manifest, language: str | None = None) 
         analyzer = AnalyzerConfig.from_dict(manifest.analyzer)
         if language:
             analyzer = dataclasses.replace(analyzer, language=language)
+        default_bm25, default_build = BM25Params(), BuildConfig()
         bm25 = BM25Params(
-            method=str(manifest.bm25.get("method", "lucene")),
-            k1=float(manifest.bm25.get("k1", 1.5)),
-            b=float(manifest.bm25.get("b", 0.75)),
+            method=str(manifest.bm25.get("method", default_bm25.method)),
+            k1=float(manifest.bm25.get("k1", default_bm25.k1)),
+            b=float(manifest.bm25.get("b", default_bm25.b)),
         )
         index = manifest.index or {}
-        scoring = str(index.get("scoring", "bm25f"))
+        scoring = str(index.get("scoring", default_build.scoring))
         weights = index.get("field_weights")
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"manifest of {manifest.knowledge_version}: {exc}") from exc

@@ -1,5 +1,7 @@
-"""Evaluation of a query set: ranking metrics (ranx), abstention, per category and per path, and
-the operational figures of the cascade (stage latency from the trace, cache / exact / vector rates).
+"""Evaluation of a query set: ranking metrics, abstention, serving paths and stage latency.
+
+The metrics are computed overall, per category and per serving path; the operational figures of
+the cascade are its stage latency (from the trace) and its cache / exact / vector rates.
 
 Why one evaluator for the golden set and BEIR collections: both are queries with expected ids;
 a golden query may also expect an abstention, an intent, or forbid some documents. The ranking
