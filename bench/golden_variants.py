@@ -12,7 +12,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from kr.evaluation import evaluate, load_golden
+from kr.evaluation import evaluate
+from kr.golden import DEFAULT_GOLDEN, load_golden
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import build_knowledge
 from router.compile.indexer import BuildConfig
@@ -43,7 +44,7 @@ async def run_variant(
     async def answer(request):  # type: ignore[no-untyped-def]
         return await run_cascade(package, request, config, services, today=TODAY)
 
-    report = await evaluate(load_golden(ROOT / "eval" / "golden.jsonl"), answer)
+    report = await evaluate(load_golden(ROOT / DEFAULT_GOLDEN), answer)
     return {"overall": report.overall, "per_category": report.per_category, "table": report.table}
 
 

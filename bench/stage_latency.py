@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kr.evaluation import load_golden
+from kr.golden import DEFAULT_GOLDEN, load_golden
 from router.adapters.local.embedders import embedder_by_name
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import build_knowledge
@@ -52,8 +52,7 @@ async def measure(rounds: int, embedder_name: str) -> dict[str, list[float]]:
     index.upsert_many(section_records(package))
     embedder = TimedEmbedder(inner)
     requests = [
-        q.request.model_copy(update={"top_k": None})
-        for q in load_golden(ROOT / "eval" / "golden.jsonl")
+        q.request.model_copy(update={"top_k": None}) for q in load_golden(ROOT / DEFAULT_GOLDEN)
     ]
     timings: dict[str, list[float]] = defaultdict(list)
     for _ in range(rounds):

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
 
 from kr.cli import main
+from router.vectors.hash_embedder import HASH_MODEL_ID
+
+LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak: reaches the vector fallback
 
 
 def test_build_then_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,3 +59,34 @@ def test_eval_prints_the_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[s
     saved = json.loads((reports / "metrics.json").read_text(encoding="utf-8"))
     assert saved["overall"] == metrics and len(saved["per_category"]) > 5
     assert (reports / "report.md").is_file() and (reports / "categories.png").is_file()
+
+
+def test_serve_queries_a_newly_activated_package_with_its_own_embedding_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kr serve`` picks the vector stage per loaded package, like the Worker: a package built
+    with another embedding model, activated while the server runs, is queried with its model."""
+    import uvicorn
+
+    state = str(tmp_path / "state")
+    assert main(["build", str(KNOWLEDGE), "--state", state, "--embedder", "none"]) == 0
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: apps.append(app))
+    assert main(["serve", "--state", state]) == 0
+    client = TestClient(apps[0])
+
+    def vector_stage() -> dict[str, Any]:
+        response = client.post("/v1/query", json={"query": LOW_LEXICAL})
+        assert response.status_code == 200, response.text
+        stage: dict[str, Any] = response.json()["trace"]["stages"]["vector"]
+        return stage
+
+    assert vector_stage()["skipped"] == "no embedder or vector index configured"
+    assert main(["build", str(KNOWLEDGE), "--state", state, "--embedder", "hash", "--force"]) == 0
+    assert client.get("/v1/health").json()["embedding_model"] == HASH_MODEL_ID
+    stage = vector_stage()
+    if stage.get("skipped") != "latency budget spent":  # a loaded machine may skip the stage
+        assert stage.get("model") == HASH_MODEL_ID and stage["matches"], stage
+    assert main(["build", str(KNOWLEDGE), "--state", state, "--embedder", "none", "--force"]) == 0
+    assert vector_stage()["skipped"] == "no embedder or vector index configured"
+    capsys.readouterr()

@@ -16,14 +16,9 @@ from types import MappingProxyType
 import pytest
 from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
 
-from kr.cli import main
-from kr.gate import (
-    ACTIVATION_LOG,
-    DEFAULT_TOLERANCES,
-    GATE_BLOCKED_EXIT,
-    Tolerance,
-    parse_tolerances,
-)
+from kr.activation import ACTIVATION_LOG
+from kr.cli import GATE_BLOCKED_EXIT, main
+from kr.gate.compare import DEFAULT_TOLERANCES, Tolerance, parse_tolerances
 from router.adapters.local.state import LocalState
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.build import BuildResult, build_knowledge, write_package
@@ -199,8 +194,8 @@ def test_publish_gates_against_the_targets_active_version(
 ) -> None:
     """``kr publish``'s path: every step but the activation, the gate against what the target
     serves, then the activation alone; blocked → uploaded but inactive, --force → activated."""
-    from kr.commands import gated_publish
-    from kr.gate import ActivationLog, GateSettings
+    from kr.activation import ActivationLog, gated_publish
+    from kr.gate.runs import GateSettings
     from router.errors import QualityGateError
     from router.publisher import ACTIVATE_STEP, MemoryJournal, PublishTarget
 

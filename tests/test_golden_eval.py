@@ -6,7 +6,8 @@ import asyncio
 
 from tests.conftest import GOLDEN, TODAY
 
-from kr.evaluation import evaluate, load_golden
+from kr.evaluation import evaluate
+from kr.golden import load_golden
 from router.service import KnowledgeService
 
 # Measured 2026-11-30 on the lexical cascade (issue 3: BM25F, corrective expansion with surface

@@ -31,7 +31,7 @@ from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
 from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
 from tests.pyodide.fetch_wheels import ensure_wheels
 
-from kr.evaluation import load_golden
+from kr.golden import load_golden
 from router import __version__
 from router.adapters.local.state import LocalState
 from router.adapters.local.vector_index import LocalVectorIndex

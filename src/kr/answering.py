@@ -21,18 +21,12 @@ import numpy as np
 
 from kr.evaluation import Answerer
 from router.adapters.local.embedders import embedder_for_model
-from router.adapters.local.state import LocalState
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.vector_cache import VectorCache
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
-from router.errors import ConfigError, NoActiveVersionError, PackageFormatError
-from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage
 from router.pipeline import CascadeServices, run_cascade
-from router.ports import ACTIVE_VERSION_KEY, BlobStore, KeyValueStore
-from router.publisher import read_package
-from router.service import KnowledgeService
 from router.stages.cache import QueryCache
 from router.vectors.records import section_records
 
@@ -40,13 +34,8 @@ __all__ = [
     "EVAL_CACHE_ENTRIES",
     "UNBOUNDED_LATENCY_MS",
     "CachedQueryEmbedder",
-    "active_package",
     "eval_config",
-    "full_loader",
     "package_answerer",
-    "package_folder_files",
-    "read_package_folder",
-    "stored_package",
 ]
 
 UNBOUNDED_LATENCY_MS = 1e9
@@ -115,49 +104,3 @@ def package_answerer(
         return await run_cascade(package, request, config, services, today=today)
 
     return answer
-
-
-def package_folder_files(folder: Path) -> dict[str, bytes]:
-    """The files of a package written by ``kr build --out DIR``: ``DIR/<version>/`` or ``DIR``."""
-    if not folder.is_dir():
-        raise ConfigError(f"package folder {folder} does not exist")
-    if not (folder / MANIFEST_NAME).is_file():
-        versions = sorted(p for p in folder.iterdir() if (p / MANIFEST_NAME).is_file())
-        if len(versions) != 1:
-            listed = ", ".join(p.name for p in versions)
-            hint = f"; it holds {listed}: pass one of them" if versions else ""
-            raise ConfigError(f"{folder} is not a package folder (no {MANIFEST_NAME}){hint}")
-        folder = versions[0]
-    manifest = (folder / MANIFEST_NAME).read_bytes()
-    files = {MANIFEST_NAME: manifest}
-    for name in Manifest.from_bytes(manifest).artifact_names:
-        if not (folder / name).is_file():
-            raise PackageFormatError(f"package folder {folder} has no {name}")
-        files[name] = (folder / name).read_bytes()
-    return files
-
-
-def read_package_folder(folder: Path) -> KnowledgePackage:
-    """A package folder, loaded and verified against its manifest."""
-    return read_package(package_folder_files(folder))
-
-
-def full_loader(kv: KeyValueStore, blobs: BlobStore) -> KnowledgeService:
-    """A service used only to load (and verify) stored versions whole, section vectors
-    included: evaluation fills an in-process vector index from them."""
-    return KnowledgeService(kv=kv, blobs=blobs, load_vectors_on_activation=True)
-
-
-async def stored_package(state: LocalState, version: str) -> KnowledgePackage:
-    """A version already published to the local state (verified against its manifest)."""
-    return await full_loader(state.kv, state.blobs).load(version)
-
-
-async def active_package(state: LocalState) -> KnowledgePackage:
-    """The version active in the local state."""
-    version = await state.kv.get(ACTIVE_VERSION_KEY)
-    if not version:
-        raise NoActiveVersionError(
-            f"no knowledge version is active in {state.root}: run `kr build` first"
-        )
-    return await stored_package(state, version)

@@ -25,7 +25,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from kr.answering import eval_config, package_answerer
-from kr.evaluation import EvalReport, EvalSettings, GoldenQuery, evaluate
+from kr.evaluation import EvalReport, EvalSettings, evaluate
+from kr.golden import GoldenQuery
 from router.analysis.analyzer import AnalyzerConfig
 from router.analysis.stopwords import STOPWORDS
 from router.compile.beir import BeirCollection, load_beir
@@ -44,9 +45,12 @@ __all__ = [
     "AUTO_EMBED_LIMIT_S",
     "DEFAULT_DEPTH",
     "DEFAULT_SPLIT",
+    "DEFAULT_VARIANT",
     "EMBED_RATE_PER_S",
+    "LANGUAGES",
     "LANGUAGE_BY_NAME",
     "VARIANTS",
+    "VECTOR_VARIANTS",
     "BeirRun",
     "VectorPlan",
     "beir_queries",
@@ -92,6 +96,11 @@ run falls back to the lexical cascade unless ``embed_missing`` is set."""
 VARIANTS = ("cascade", "bm25", "vector", "rrf")
 """cascade: the product (vectors only on LOW/MEDIUM confidence); bm25: lexical only; vector:
 vectors only; rrf: always hybrid (BM25 and vectors fused on every query)."""
+DEFAULT_VARIANT = "cascade"
+VECTOR_VARIANTS = ("vector", "rrf")
+"""The variants that cannot run without section vectors."""
+LANGUAGES = tuple(STOPWORDS)
+"""The analyzer languages a collection can be compiled in (those with a stopword list)."""
 
 Say = Callable[[str], None]
 
@@ -236,13 +245,14 @@ def build_config_from_manifest(manifest: Manifest, language: str | None = None) 
         analyzer = AnalyzerConfig.from_dict(manifest.analyzer)
         if language:
             analyzer = dataclasses.replace(analyzer, language=language)
+        default_bm25, default_build = BM25Params(), BuildConfig()
         bm25 = BM25Params(
-            method=str(manifest.bm25.get("method", "lucene")),
-            k1=float(manifest.bm25.get("k1", 1.5)),
-            b=float(manifest.bm25.get("b", 0.75)),
+            method=str(manifest.bm25.get("method", default_bm25.method)),
+            k1=float(manifest.bm25.get("k1", default_bm25.k1)),
+            b=float(manifest.bm25.get("b", default_bm25.b)),
         )
         index = manifest.index or {}
-        scoring = str(index.get("scoring", "bm25f"))
+        scoring = str(index.get("scoring", default_build.scoring))
         weights = index.get("field_weights")
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"manifest of {manifest.knowledge_version}: {exc}") from exc
@@ -263,7 +273,7 @@ def ranking_config(overrides: Mapping[str, Any] | None = None) -> RouterConfig:
 
 def variant_config(variant: str, base: RouterConfig) -> RouterConfig:
     only = MappingProxyType
-    if variant == "cascade":
+    if variant == DEFAULT_VARIANT:
         return base
     if variant == "bm25":
         return dataclasses.replace(base, vector_fallback=False)
@@ -308,7 +318,7 @@ class BeirRun:
     collection: BeirCollection
     package: KnowledgePackage
     encoder: Any = None
-    variant: str = "cascade"
+    variant: str = DEFAULT_VARIANT
     overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def answerers(self) -> tuple[Any, Any]:
@@ -334,7 +344,7 @@ async def evaluate_collection(
     queries: Iterable[GoldenQuery] | None = None,
 ) -> EvalReport:
     """Metrics of one run: ranking (ranx, abstentions re-ranked), abstention, paths, latency."""
-    if run.variant != "bm25" and run.variant != "cascade" and run.encoder is None:
+    if run.variant != "bm25" and run.variant != DEFAULT_VARIANT and run.encoder is None:
         raise ConfigError(f"variant {run.variant!r} needs section vectors (an embedder)")
     if run.encoder is not None:
         prefetch_query_vectors(run.collection, run.encoder)

@@ -1,40 +1,34 @@
-"""Evaluation of a query set: ranking metrics (ranx), abstention, per category and per path, and
-the operational figures of the cascade (stage latency from the trace, cache / exact / vector rates).
+"""Evaluation of a query set: ranking metrics, abstention, serving paths and stage latency.
+
+The metrics are computed overall, per category and per serving path; the operational figures of
+the cascade are its stage latency (from the trace) and its cache / exact / vector rates.
 
 Why one evaluator for the golden set and BEIR collections: both are queries with expected ids;
 a golden query may also expect an abstention, an intent, or forbid some documents. The ranking
 metrics are ranx's (``hit_rate@k``, ``mrr``, ``ndcg@k``, ``recall@k``), never hand-written.
 
-Why map results to expected ids: a golden query lists document *or* section ids; a result counts
-when either of its ids is expected, so each result is scored under the expected id it matches.
+The golden set is read in ``kr.golden``, and each query's outcome is built in ``kr.outcomes``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from kr.golden import GOLDEN_NAME, GoldenQuery
+from kr.outcomes import PATHS, QueryOutcome, failure_row, query_outcome, ranked_keys
 from router.contract import QueryRequest, QueryResponse
-from router.errors import DatasetError
 
 __all__ = [
     "DEFAULT_RECALL_AT",
-    "PATHS",
     "RANKING_METRICS",
     "Answerer",
     "EvalReport",
     "EvalSettings",
-    "GoldenQuery",
-    "QueryOutcome",
     "evaluate",
-    "load_golden",
     "percentiles",
 ]
 
@@ -50,30 +44,9 @@ RANKING_METRICS: Mapping[str, str] = {
 """Our metric name → ranx's; ``recall@k`` is added for each k of ``EvalSettings.recall_at``."""
 
 DEFAULT_RECALL_AT: tuple[int, ...] = (10,)
-GOLDEN_TOP_K = 10  # results asked for per golden query (ranking metrics look at most this deep)
 DEFAULT_FAILURES_LISTED = 20
-RANKED_IN_JSON = 10  # result keys kept per query in the JSON report (enough to audit top-10)
-PATHS = ("cache", "exact", "bm25", "hybrid", "abstained")
-"""How a query was served: a cache hit, an exact id/alias hit, the lexical stages alone, with the
-vector fallback, or not at all (abstention)."""
-
-
-@dataclass(frozen=True)
-class GoldenQuery:
-    """One evaluation query; ``grades`` (BEIR qrels) overrides the binary relevance of
-    ``expected``; ``intent`` None means the set does not judge intents."""
-
-    id: str
-    query: str
-    category: str
-    expected: list[str]
-    forbidden: list[str]
-    abstain: bool
-    intent: str | None
-    request: QueryRequest
-    expected_version: str | None = None
-    fact: str | None = None
-    grades: Mapping[str, int] | None = None
+REPORTED_LATENCY_BUDGET_MS = 150.0
+"""Only reported: the share of queries slower than this (the router's default budget)."""
 
 
 @dataclass(frozen=True)
@@ -82,61 +55,11 @@ class EvalSettings:
 
     recall_at: tuple[int, ...] = DEFAULT_RECALL_AT
     failures_listed: int = DEFAULT_FAILURES_LISTED
-    latency_budget_ms: float = 150.0  # only reported: share of queries slower than this
+    latency_budget_ms: float = REPORTED_LATENCY_BUDGET_MS
 
     def ranx_metrics(self) -> dict[str, str]:
         recall = {f"recall@{k}": f"recall@{k}" for k in self.recall_at}
         return {**RANKING_METRICS, **recall}
-
-
-@dataclass(frozen=True)
-class QueryOutcome:
-    """What happened to one query, as far as the metrics and the gate's diff need it."""
-
-    id: str
-    query: str
-    category: str
-    expected: tuple[str, ...]
-    should_abstain: bool
-    abstained: bool
-    ranked: tuple[str, ...]  # result keys in rank order (see ``_ranked_keys``)
-    rank: int | None  # 1-based rank of the first expected key; None: not retrieved
-    intent_ok: bool | None
-    leaks: int
-    path: str
-    latency_ms: float
-    stage_ms: Mapping[str, float]
-    confidence_level: str
-    top: tuple[str, ...]  # "section (vversion)" of the first results, for humans
-    passed: bool
-    vector_ran: bool = False  # the vector fallback ran (whatever the query's path)
-    scores: Mapping[str, float] = field(default_factory=dict)  # per-query ranx values
-
-    @property
-    def judged(self) -> bool:
-        """Counted in the ranking metrics: it expects ids and is not an out-of-scope query."""
-        return bool(self.expected) and not self.should_abstain
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "query": self.query,
-            "category": self.category,
-            "expected": list(self.expected),
-            "should_abstain": self.should_abstain,
-            "abstained": self.abstained,
-            "rank": self.rank,
-            "ranked": list(self.ranked[:RANKED_IN_JSON]),
-            "intent_ok": self.intent_ok,
-            "leaks": self.leaks,
-            "path": self.path,
-            "vector_ran": self.vector_ran,
-            "latency_ms": self.latency_ms,
-            "confidence_level": self.confidence_level,
-            "top": list(self.top),
-            "passed": self.passed,
-            "scores": dict(self.scores),
-        }
 
 
 @dataclass
@@ -156,7 +79,7 @@ class EvalReport:
     def failures(self) -> list[dict[str, Any]]:
         """Queries that missed: wrong abstention, a forbidden document, the wrong intent, or
         an expected id not first."""
-        return [_failure(o) for o in self.outcomes if not o.passed]
+        return [failure_row(o) for o in self.outcomes if not o.passed]
 
     def table(self) -> str:
         keys = ["n", "hit@1", "hit@3", "mrr", "ndcg@10"]
@@ -188,56 +111,11 @@ def _fmt(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() and value > 1 else f"{value:.3f}"
 
 
-def load_golden(path: str | Path) -> list[GoldenQuery]:
-    """The golden set (one JSON object per line); a bad line is a :class:`DatasetError`."""
-    source = Path(path)
-    if not source.is_file():
-        raise DatasetError(f"golden set {source} not found (one JSON query per line expected)")
-    queries = []
-    for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            request = QueryRequest(
-                query=row["query"],
-                tenant=row.get("tenant"),
-                page=row.get("page"),
-                tab=row.get("tab"),
-                focus=row.get("focus"),
-                date=row.get("date"),
-                top_k=GOLDEN_TOP_K,
-            )
-            version = row.get("expected_version")
-            queries.append(
-                GoldenQuery(
-                    id=str(row["id"]),
-                    query=row["query"],
-                    category=row.get("category", "uncategorised"),
-                    expected=list(row.get("expected") or []),
-                    forbidden=list(row.get("forbidden") or []),
-                    abstain=bool(row.get("abstain")),
-                    intent=row.get("intent") or "knowledge",
-                    request=request,
-                    expected_version=None if version is None else str(version),
-                    fact=row.get("fact"),
-                )
-            )
-        except ValueError as exc:  # json and pydantic errors
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            raise DatasetError(f"{source}:{number}: invalid query: {detail}") from exc
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise DatasetError(f"{source}:{number}: missing or malformed field {exc}") from exc
-    if not queries:
-        raise DatasetError(f"golden set {source} holds no queries")
-    return queries
-
-
 async def evaluate(
     queries: Sequence[GoldenQuery] | Iterable[GoldenQuery],
     answer: Answerer,
     *,
-    name: str = "golden",
+    name: str = GOLDEN_NAME,
     settings: EvalSettings | None = None,
     rank_answer: Answerer | None = None,
     progress: Progress | None = None,
@@ -257,12 +135,12 @@ async def evaluate(
         ranking_source = response
         if response.abstained and rank_answer is not None and golden.expected:
             ranking_source = await rank_answer(golden.request)
-        drafts.append((golden, response, _ranked_keys(golden, ranking_source)))
+        drafts.append((golden, response, ranked_keys(golden, ranking_source)))
         if progress is not None:
             progress(1)
     scores = _ranx_scores(drafts, settings)
     outcomes = [
-        _outcome(golden, response, ranked, scores.get(golden.id, {}))
+        query_outcome(golden, response, ranked, scores.get(golden.id, {}))
         for golden, response, ranked in drafts
     ]
     categories: dict[str, list[QueryOutcome]] = defaultdict(list)
@@ -315,65 +193,6 @@ def _ranx_scores(
         for query_id, value in ranx_run.scores[theirs].items():
             per_query[query_id][ours] = float(value)
     return per_query
-
-
-def _outcome(
-    golden: GoldenQuery, response: QueryResponse, ranked: list[str], scores: Mapping[str, float]
-) -> QueryOutcome:
-    expected = set(golden.expected)
-    rank = next((i for i, key in enumerate(ranked, start=1) if key in expected), None)
-    stages = response.trace.get("stages", {})
-    cached = response.metadata.cache in ("memory", "kv")
-    exact_stage = stages.get("exact", {})
-    if cached:
-        path = "cache"
-    elif response.abstained:
-        path = "abstained"
-    elif "skipped" not in exact_stage and exact_stage.get("hits"):
-        path = "exact"
-    elif response.metadata.fallback_triggered:
-        path = "hybrid"
-    else:
-        path = "bm25"
-    stage_ms = {} if cached else _stage_ms(stages)
-    intent_ok = None if golden.intent is None else response.analysis.intent == golden.intent
-    leaks = _leaks(golden, response)
-    passed = (
-        response.abstained == golden.abstain
-        and not leaks
-        and intent_ok is not False
-        and (not golden.expected or golden.abstain or rank == 1)
-    )
-    return QueryOutcome(
-        id=golden.id,
-        query=golden.query,
-        category=golden.category,
-        expected=tuple(golden.expected),
-        should_abstain=golden.abstain,
-        abstained=response.abstained,
-        ranked=tuple(ranked),
-        rank=rank,
-        intent_ok=intent_ok,
-        leaks=leaks,
-        path=path,
-        latency_ms=float(response.metadata.latency_ms),
-        stage_ms=stage_ms,
-        confidence_level=response.confidence_level,
-        top=tuple(f"{r.section_id} (v{r.version})" for r in response.results[:3]),
-        passed=passed,
-        vector_ran=not cached and response.metadata.fallback_triggered,
-        scores=dict(scores),
-    )
-
-
-def _stage_ms(stages: Mapping[str, Any]) -> dict[str, float]:
-    """Time of every stage that ran (skipped stages record 0 ms and a reason)."""
-    out = {}
-    for name, details in stages.items():
-        ms = details.get("ms") if isinstance(details, Mapping) else None
-        if isinstance(ms, int | float) and "skipped" not in details:
-            out[name] = float(ms)
-    return out
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -449,43 +268,4 @@ def _operations(outcomes: Sequence[QueryOutcome], settings: EvalSettings) -> dic
             },
             "stages": {stage: percentiles(v) for stage, v in stage_values.items()},
         },
-    }
-
-
-def _ranked_keys(golden: GoldenQuery, response: QueryResponse) -> list[str]:
-    """Each result under the expected id it matches (else its section id), first match kept."""
-    expected = set(golden.expected)
-    keys: list[str] = []
-    for result in response.results:
-        if golden.expected_version is not None and result.version != golden.expected_version:
-            key = f"{result.section_id}@v{result.version}"
-        elif result.section_id in expected:
-            key = result.section_id
-        elif result.doc_id in expected:
-            key = result.doc_id
-        else:
-            key = result.section_id
-        if key not in keys:
-            keys.append(key)
-    return keys
-
-
-def _leaks(golden: GoldenQuery, response: QueryResponse) -> int:
-    forbidden = set(golden.forbidden)
-    return sum(1 for r in response.results if r.doc_id in forbidden or r.section_id in forbidden)
-
-
-def _failure(outcome: QueryOutcome) -> dict[str, Any]:
-    return {
-        "id": outcome.id,
-        "category": outcome.category,
-        "query": outcome.query,
-        "expected": list(outcome.expected),
-        "rank": outcome.rank,
-        "got": list(outcome.top),
-        "abstained": outcome.abstained,
-        "should_abstain": outcome.should_abstain,
-        "intent_ok": outcome.intent_ok,
-        "leaks": outcome.leaks,
-        "path": outcome.path,
     }

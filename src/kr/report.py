@@ -33,6 +33,9 @@ RANK_BUCKETS = ("1", "2", "3", "4-10", "11-100", "not found", "abstained")
 MACHINE_NOTE = "timings from one run on a shared, noisy machine: compare ratios within a run"
 _HEADLINE = ("hit@1", "hit@3", "mrr", "ndcg@10", "recall@10", "recall@100")
 _CATEGORY_METRICS = ("hit@1", "hit@3", "mrr", "ndcg@10")
+_PATH_METRICS = ("hit@1", "mrr", "ndcg@10")
+MISS_RESULTS_SHOWN = 2  # results listed per missed query
+CELL_CHARS = 70  # a table cell is cut to this many characters
 
 
 def machine() -> dict[str, Any]:
@@ -88,28 +91,36 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def render_markdown(report: EvalReport, plots: Sequence[str] = ()) -> str:
-    info, overall, ops = report.info, report.overall, report.operations
+    lines = [*_summary(report), *_abstention(report.overall), *_per_category(report, plots)]
+    lines += [*_serving_paths(report), *_latency(report.operations, plots)]
+    if "ranks.png" in plots:
+        lines += ["## Rank of the first expected id", "", "![ranks](ranks.png)", ""]
+    lines += _misses(report)
+    return "\n".join(lines)
+
+
+def _summary(report: EvalReport) -> list[str]:
+    overall = report.overall
     lines = [f"# Evaluation: {report.name}", ""]
-    facts = [f"- {key.replace('_', ' ')}: {_fact(value)}" for key, value in info.items()]
+    facts = [f"- {key.replace('_', ' ')}: {_fact(value)}" for key, value in report.info.items()]
     lines += [*facts, f"- queries: {overall['n']} ({overall['judged']} with expected ids)", ""]
     lines += ["## Ranking quality (ranx)", ""]
     present = [m for m in _HEADLINE if overall.get(m) is not None]
-    lines += _table(present, [[_num(overall[m]) for m in present]])
-    lines += [
+    return lines + _table(present, [[_num(overall[m]) for m in present]])
+
+
+def _abstention(overall: Mapping[str, Any]) -> list[str]:
+    rates = [
+        _num(overall["abstention_acc"]),
+        _num(overall["abstention_precision"]),
+        _num(overall["abstention_recall"]),
+        _pct(overall["abstention_rate"]),
+    ]
+    lines = [
         "",
         "## Abstention",
         "",
-        *_table(
-            ["accuracy", "precision", "recall", "rate"],
-            [
-                [
-                    _num(overall["abstention_acc"]),
-                    _num(overall["abstention_precision"]),
-                    _num(overall["abstention_recall"]),
-                    _pct(overall["abstention_rate"]),
-                ]
-            ],
-        ),
+        *_table(["accuracy", "precision", "recall", "rate"], [rates]),
         "",
         "Precision: of the queries the router declined, the share it should have declined; "
         "recall: of the queries it should have declined, the share it did. A set where every "
@@ -123,6 +134,11 @@ def render_markdown(report: EvalReport, plots: Sequence[str] = ()) -> str:
             f"forbidden documents returned: {overall.get('forbidden_leaks', 0)}.",
             "",
         ]
+    return lines
+
+
+def _per_category(report: EvalReport, plots: Sequence[str]) -> list[str]:
+    lines: list[str] = []
     if len(report.per_category) > 1:
         lines += ["## Per category", ""]
         header = ["category", "n", *_CATEGORY_METRICS, "abst. P", "abst. R", "passed"]
@@ -135,19 +151,17 @@ def render_markdown(report: EvalReport, plots: Sequence[str] = ()) -> str:
         lines += [*_table(header, rows), ""]
     if "categories.png" in plots:
         lines += ["![per category](categories.png)", ""]
-    lines += ["## Serving paths", ""]
+    return lines
+
+
+def _serving_paths(report: EvalReport) -> list[str]:
+    ops = report.operations
+    rates = ["cache_hit_rate", "exact_match_rate", "bm25_only_rate", "hybrid_rate"]
+    rates += ["abstention_rate", "vector_fallback_rate"]
+    lines = ["## Serving paths", ""]
     lines += _table(
         ["cache hit", "exact match", "BM25 only", "hybrid", "abstained", "vector fallback ran"],
-        [
-            [
-                _pct(ops["cache_hit_rate"]),
-                _pct(ops["exact_match_rate"]),
-                _pct(ops["bm25_only_rate"]),
-                _pct(ops["hybrid_rate"]),
-                _pct(ops["abstention_rate"]),
-                _pct(ops["vector_fallback_rate"]),
-            ]
-        ],
+        [[_pct(ops[rate]) for rate in rates]],
     )
     lines += [
         "",
@@ -156,12 +170,15 @@ def render_markdown(report: EvalReport, plots: Sequence[str] = ()) -> str:
     ]
     lines += ["", "Quality by path:", ""]
     path_rows = [
-        [path, str(m["n"]), *[_num(m.get(k)) for k in ("hit@1", "mrr", "ndcg@10")]]
+        [path, str(m["n"]), *[_num(m.get(k)) for k in _PATH_METRICS]]
         for path, m in report.by_path.items()
     ]
-    lines += [*_table(["path", "n", "hit@1", "MRR", "nDCG@10"], path_rows), ""]
+    return [*lines, *_table(["path", "n", "hit@1", "MRR", "nDCG@10"], path_rows), ""]
+
+
+def _latency(ops: Mapping[str, Any], plots: Sequence[str]) -> list[str]:
     latency = ops["latency_ms"]
-    lines += [
+    lines = [
         "## Latency (ms, from each response's trace)",
         "",
         f"{MACHINE_NOTE.capitalize()}. Measured in-process with the latency budget lifted (so "
@@ -178,26 +195,27 @@ def render_markdown(report: EvalReport, plots: Sequence[str] = ()) -> str:
     lines += [*_table(["", "n", "p50", "p95"], rows), ""]
     if "latency.png" in plots:
         lines += ["![latency per stage](latency.png)", ""]
-    if "ranks.png" in plots:
-        lines += ["## Rank of the first expected id", "", "![ranks](ranks.png)", ""]
+    return lines
+
+
+def _misses(report: EvalReport) -> list[str]:
     failures = report.failures
-    if failures:
-        shown = failures[: report.failures_listed]
-        lines += [f"## Misses ({len(failures)}; first {len(shown)})", ""]
-        rows = [
-            [
-                f["id"],
-                f["category"],
-                _cell(f["query"]),
-                _cell(", ".join(f["expected"])) or "(abstain)",
-                "abstained" if f["abstained"] else str(f["rank"] or "–"),
-                _cell(", ".join(f["got"][:2])),
-            ]
-            for f in shown
+    if not failures:
+        return []
+    shown = failures[: report.failures_listed]
+    rows = [
+        [
+            f["id"],
+            f["category"],
+            _cell(f["query"]),
+            _cell(", ".join(f["expected"])) or "(abstain)",
+            "abstained" if f["abstained"] else str(f["rank"] or "–"),
+            _cell(", ".join(f["got"][:MISS_RESULTS_SHOWN])),
         ]
-        lines += _table(["id", "category", "query", "expected", "rank", "got"], rows)
-        lines.append("")
-    return "\n".join(lines)
+        for f in shown
+    ]
+    header = ["id", "category", "query", "expected", "rank", "got"]
+    return [f"## Misses ({len(failures)}; first {len(shown)})", "", *_table(header, rows), ""]
 
 
 def _fact(value: Any) -> str:
@@ -210,7 +228,7 @@ def _fact(value: Any) -> str:
     return str(value)
 
 
-def _cell(text: str, limit: int = 70) -> str:
+def _cell(text: str, limit: int = CELL_CHARS) -> str:
     text = text.replace("|", "\\|").replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

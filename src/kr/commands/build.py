@@ -1,0 +1,38 @@
+"""``kr build``: compile a knowledge folder, publish it to the local state, gate and activate it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kr.activation import activate_gated
+from kr.commands.options import gate_settings
+from kr.local import local_state
+from router.adapters.local.embedders import embedder_by_name
+from router.compile.build import build_knowledge, write_package
+from router.publisher import publish_package
+
+__all__ = ["run"]
+
+
+async def run(args: argparse.Namespace) -> int:
+    encoder = embedder_by_name(args.embedder)
+    result = build_knowledge(args.knowledge_dir, strict=args.strict, encoder=encoder)
+    for diagnostic in result.corpus.diagnostics:
+        print(diagnostic, file=sys.stderr)
+    package = result.package
+    if args.out:
+        print(f"package written to {write_package(package, args.out)}")
+    state = local_state(args.state)
+    if args.no_activate:
+        version = await publish_package(
+            package.files(), state.blobs, state.kv, state.relational, activate_now=False
+        )
+    else:
+        version, _ = await activate_gated(
+            package.files(), state, force=args.force, settings=gate_settings(args), command="build"
+        )
+    counts = ", ".join(f"{v} {k}" for k, v in package.manifest.counts.items())
+    verb = "published" if args.no_activate else "active"
+    print(f"knowledge version {version} {verb} in {state.root} ({counts})")
+    return 0

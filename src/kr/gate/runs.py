@@ -1,0 +1,103 @@
+"""Gate runs: the candidate and the active package evaluated on the same sets, then compared.
+
+Why recompile the extra collections: a BEIR collection is not part of the knowledge, but it
+tests what a package's *build configuration* (analyzer, BM25 parameters, field weights) does to
+ranking. Each extra set is compiled once with the candidate's configuration and once with the
+active one's; when both are identical the set cannot have changed and is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kr.answering import package_answerer
+from kr.beir_eval import (
+    DEFAULT_SPLIT,
+    BeirRun,
+    build_config_from_manifest,
+    compile_collection,
+    detect_language,
+    evaluate_collection,
+    load_collection,
+    plan_vectors,
+)
+from kr.evaluation import EvalReport, evaluate
+from kr.gate.compare import DEFAULT_TOLERANCES, SetComparison, Tolerance, compare_reports
+from kr.gate.report import DEFAULT_LISTED_QUERIES, GateReport
+from kr.golden import DEFAULT_GOLDEN, GOLDEN_NAME, load_golden
+from kr.progress import progress_bar, say
+from router.package.reader import KnowledgePackage
+
+__all__ = ["GateSettings", "run_gate"]
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What the gate runs: sets, tolerances, the day the queries are asked on."""
+
+    tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: DEFAULT_TOLERANCES)
+    golden: Path | None = DEFAULT_GOLDEN
+    extra: tuple[Path, ...] = ()
+    split: str = DEFAULT_SPLIT
+    today: str | None = None
+    listed_queries: int = DEFAULT_LISTED_QUERIES
+
+
+async def run_gate(
+    candidate: KnowledgePackage, active: KnowledgePackage, settings: GateSettings
+) -> GateReport:
+    """Evaluate both packages on the golden set and the extra collections, then compare."""
+    report = GateReport(candidate.version, active.version, listed=settings.listed_queries)
+    if settings.golden is not None:
+        before, after = await _golden_reports(candidate, active, settings)
+        report.sets.append(compare_reports(GOLDEN_NAME, before, after, settings.tolerances))
+    for folder in settings.extra:
+        report.sets.append(await _extra_comparison(folder, candidate, active, settings))
+    return report
+
+
+async def _golden_reports(
+    candidate: KnowledgePackage, active: KnowledgePackage, settings: GateSettings
+) -> tuple[EvalReport, EvalReport]:
+    assert settings.golden is not None
+    queries = load_golden(settings.golden)
+    reports = []
+    for package in (active, candidate):
+        answer = package_answerer(package, today=settings.today)
+        with progress_bar(len(queries), f"{GOLDEN_NAME} · {package.version}") as advance:
+            report = await evaluate(queries, answer, name=GOLDEN_NAME, progress=advance)
+            reports.append(report)
+    return reports[0], reports[1]
+
+
+def _embedder_choice(package: KnowledgePackage) -> str:
+    from router.adapters.local.e5_embedder import E5_MODEL_ID
+    from router.vectors.hash_embedder import HASH_MODEL_ID
+
+    model = (package.manifest.embedding or {}).get("model")
+    return {E5_MODEL_ID: "e5", HASH_MODEL_ID: "hash"}.get(str(model), "none")
+
+
+async def _extra_comparison(
+    folder: Path, candidate: KnowledgePackage, active: KnowledgePackage, settings: GateSettings
+) -> SetComparison:
+    collection = load_collection(folder, settings.split)
+    language = detect_language(collection)
+    new_config = build_config_from_manifest(candidate.manifest, language)
+    old_config = build_config_from_manifest(active.manifest, language)
+    if new_config == old_config and _embedder_choice(candidate) == _embedder_choice(active):
+        note = "same build configuration as the active version: cannot have changed (skipped)"
+        return SetComparison(collection.name, [], [], 0, len(collection.qrels), note)
+    plan = plan_vectors(collection, _embedder_choice(candidate))
+    if plan.note:
+        say(f"{collection.name}: {plan.note}")
+    reports = []
+    for label, config in (("active", old_config), ("candidate", new_config)):
+        say(f"{collection.name}: compiling {len(collection.documents):,} documents ({label})")
+        package, _ = compile_collection(collection, config, plan.encoder)
+        run = BeirRun(collection, package, plan.encoder)
+        with progress_bar(len(collection.qrels), f"{collection.name} · {label}") as advance:
+            reports.append(await evaluate_collection(run, progress=advance))
+    return compare_reports(collection.name, reports[0], reports[1], settings.tolerances)

