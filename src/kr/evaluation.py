@@ -20,6 +20,7 @@ from typing import Any
 
 from kr.golden import GOLDEN_NAME, GoldenQuery
 from kr.outcomes import PATHS, QueryOutcome, failure_row, query_outcome, ranked_keys
+from router.config import DEFAULT_MAX_LATENCY_MS
 from router.contract import QueryRequest, QueryResponse
 
 __all__ = [
@@ -45,7 +46,7 @@ RANKING_METRICS: Mapping[str, str] = {
 
 DEFAULT_RECALL_AT: tuple[int, ...] = (10,)
 DEFAULT_FAILURES_LISTED = 20
-REPORTED_LATENCY_BUDGET_MS = 150.0
+REPORTED_LATENCY_BUDGET_MS = DEFAULT_MAX_LATENCY_MS
 """Only reported: the share of queries slower than this (the router's default budget)."""
 
 

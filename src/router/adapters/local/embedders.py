@@ -12,7 +12,7 @@ from router.adapters.local.e5_embedder import E5_MODEL_ID, E5Embedder
 from router.errors import ConfigError
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 
-__all__ = ["EMBEDDER_CHOICES", "embedder_by_name", "embedder_for_model"]
+__all__ = ["EMBEDDER_CHOICES", "embedder_by_name", "embedder_for_model", "embedder_name_for_model"]
 
 EMBEDDER_CHOICES = ("e5", "hash", "none")
 
@@ -32,7 +32,15 @@ def embedder_by_name(name: str) -> Any:
     raise ConfigError(f"unknown embedder {name!r}; choose one of {EMBEDDER_CHOICES}")
 
 
+_NAME_BY_MODEL = {E5_MODEL_ID: "e5", HASH_MODEL_ID: "hash"}
+
+
+def embedder_name_for_model(model_id: str | None) -> str:
+    """The ``EMBEDDER_CHOICES`` name of the local embedder producing ``model_id`` vectors, or
+    ``none`` when no local embedder does (no vectors, or a Workers AI model)."""
+    return _NAME_BY_MODEL.get(str(model_id), "none")
+
+
 def embedder_for_model(model_id: str | None) -> Any:
     """The local embedder producing ``model_id`` vectors, or None if none is available."""
-    names = {E5_MODEL_ID: "e5", HASH_MODEL_ID: "hash"}
-    return embedder_by_name(names[model_id]) if model_id in names else None
+    return embedder_by_name(embedder_name_for_model(model_id))
