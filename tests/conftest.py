@@ -1,4 +1,6 @@
-"""Shared fixtures: the sample knowledge compiled once, a published local state, fixed dates."""
+"""Shared fixtures: the sample knowledge compiled once, a published local state, a service.
+
+Constants and helpers live in :mod:`tests.common`; only fixtures belong here."""
 
 from __future__ import annotations
 
@@ -16,12 +18,7 @@ from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
 from router.publisher import publish_package
 from router.service import KnowledgeService
-
-ROOT = Path(__file__).resolve().parents[1]
-KNOWLEDGE = ROOT / "knowledge"
-GOLDEN = ROOT / "eval" / "golden.jsonl"
-SHARED_DATA = ROOT.parent / "shared" / "data"
-TODAY = "2026-06-15"  # queries without a date are asked on this day
+from tests.common import KNOWLEDGE, TODAY
 
 
 @pytest.fixture(scope="session")
@@ -54,10 +51,3 @@ def state(tmp_path: Path, built: BuildResult) -> Iterator[LocalState]:
 @pytest.fixture
 def service(state: LocalState) -> KnowledgeService:
     return KnowledgeService(kv=state.kv, blobs=state.blobs)
-
-
-def write_doc(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import GOLDEN, KNOWLEDGE, TODAY
 
 from router.adapters.local.state import LocalState
 from router.adapters.local.vector_index import LocalVectorIndex
@@ -47,6 +46,7 @@ from router.stages.graph import RELATION_WEIGHTS, GraphIndex, expand
 from router.stages.vector import vector_search
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from router.vectors.records import section_records
+from tests.common import GOLDEN, KNOWLEDGE, TODAY
 
 ALFA = "construtora-alfa"
 BETA = "metalurgica-beta"

@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.conftest import write_doc
 
 from router.adapters.local.journal import FileJournal
 from router.adapters.local.state import LocalState
@@ -27,6 +26,7 @@ from router.publisher import (
     read_package,
 )
 from router.service import KnowledgeService, package_key
+from tests.common import write_doc
 
 
 def _second_package(tmp_path: Path) -> BuildResult:

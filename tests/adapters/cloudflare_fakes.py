@@ -18,13 +18,11 @@ import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from router.vectors.metadata_filter import matches
-
-MIGRATIONS = Path(__file__).resolve().parents[1] / "migrations" / "d1"
+from tests.common import MIGRATIONS
 
 
 class JsError(Exception):

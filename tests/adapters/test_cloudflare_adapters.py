@@ -3,7 +3,7 @@
 Why one contract per port over both adapter sets: the Worker must behave like ``kr serve``, so
 every rule a caller relies on (missing keys, bytes round trips, tenant namespaces, filters, topK
 caps, the same D1 rows) is asserted once and run against the local adapter and the Cloudflare
-adapter over a fake binding (``tests/cloudflare_fakes.py``). Then the Worker wiring: bindings from
+adapter over a fake binding (``tests/adapters/cloudflare_fakes.py``). Then the Worker wiring: bindings from
 ``env``, one service per isolate, the active version's TTL, refusal of corrupt or unreadable R2
 blobs, the vector stage chosen by the package's model, query logging, cache warming and the
 thin ``entry.py``.
@@ -23,16 +23,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.cloudflare_fakes import (
-    FakeAI,
-    FakeD1,
-    FakeKV,
-    FakeR2,
-    FakeVectorize,
-    JsError,
-    fake_env,
-)
-from tests.conftest import KNOWLEDGE, TODAY, write_doc
 
 from router.adapters.cloudflare import (
     CloudflareBindings,
@@ -88,8 +78,17 @@ from router.stages.generation import GenerationError, build_messages
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from router.vectors.records import section_records
 from router.warming import warm_cache
+from tests.adapters.cloudflare_fakes import (
+    FakeAI,
+    FakeD1,
+    FakeKV,
+    FakeR2,
+    FakeVectorize,
+    JsError,
+    fake_env,
+)
+from tests.common import KNOWLEDGE, ROOT, TODAY, write_doc
 
-ROOT = Path(__file__).resolve().parents[1]
 APR = "O que é APR?"
 LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak: reaches the vector fallback
 BOTH = ["local", "cloudflare"]

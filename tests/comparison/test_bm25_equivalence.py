@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests.conftest import SHARED_DATA
 
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
@@ -11,6 +10,7 @@ from router.compile.fields import section_fields
 from router.compile.indexer import BuildConfig, compile_documents
 from router.package.reader import load_package
 from router.stages.bm25 import bm25_top_k, term_ids
+from tests.common import SHARED_DATA
 
 SCIFACT = SHARED_DATA / "scifact"
 TOLERANCE = 1e-4  # bm25s sums float32 impacts; the Worker sums them as float64

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
 
 from kr.cli import main
+from tests.common import GOLDEN, KNOWLEDGE, write_doc
 
 
 def test_build_then_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

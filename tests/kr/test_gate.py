@@ -14,7 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
 
 from kr.cli import main
 from kr.gate import (
@@ -32,6 +31,7 @@ from router.errors import ConfigError
 from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY
 from router.service import package_key
+from tests.common import GOLDEN, KNOWLEDGE, write_doc
 
 # The id fields carry the exact-id and system-term queries; without them those fall apart.
 BROKEN_WEIGHTS = MappingProxyType(

@@ -27,9 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
-from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
-from tests.pyodide.fetch_wheels import ensure_wheels
 
 from kr.evaluation import load_golden
 from router import __version__
@@ -42,6 +39,9 @@ from router.ports import VectorRecord
 from router.publisher import publish_package
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
+from tests.common import GOLDEN, KNOWLEDGE, write_doc
+from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
+from tests.pyodide.fetch_wheels import ensure_wheels
 
 PYODIDE_DIR = Path(HOST).parent
 # TTL 0: see a new activation on the next request. A generous latency budget on both sides:

@@ -1,0 +1,1 @@
+"""Tests of ``router.adapters``: local and Cloudflare adapters against one contract per port."""
