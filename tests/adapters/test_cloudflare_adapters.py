@@ -3,10 +3,10 @@
 Why one contract per port over both adapter sets: the Worker must behave like ``kr serve``, so
 every rule a caller relies on (missing keys, bytes round trips, tenant namespaces, filters, topK
 caps, the same D1 rows) is asserted once and run against the local adapter and the Cloudflare
-adapter over a fake binding (``tests/adapters/cloudflare_fakes.py``). Then the Worker wiring: bindings from
-``env``, one service per isolate, the active version's TTL, refusal of corrupt or unreadable R2
-blobs, the vector stage chosen by the package's model, query logging, cache warming and the
-thin ``entry.py``.
+adapter over a fake binding (``tests/adapters/cloudflare_fakes.py``). Then the Worker wiring:
+bindings from ``env``, one service per isolate, the active version's TTL, refusal of corrupt or
+unreadable R2 blobs, the vector stage chosen by the package's model, query logging, cache warming
+and the thin ``entry.py``.
 """
 
 from __future__ import annotations
