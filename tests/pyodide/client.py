@@ -226,6 +226,7 @@ class PyodideHost:
         return self.command("python", code=code)["result"]
 
     def scheduled(self, cron: str = "*/15 * * * *") -> dict[str, Any]:
+        """Run the cron handler; ``ms`` it took and the ``stdout`` lines it printed."""
         return self.command("scheduled", cron=cron)
 
     def stats(self) -> dict[str, Any]:
