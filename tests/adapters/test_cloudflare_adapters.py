@@ -420,6 +420,34 @@ def test_vector_filter_applies_before_top_k(vector_index: VectorIndex) -> None:
     assert _ids(found) == ["old-0", "old-1"]
 
 
+@pytest.mark.parametrize(
+    ("filter_", "expected"),
+    [
+        ({"n": {"$gte": 1, "$lt": 3}}, ["b", "c"]),
+        ({"tag": {"$nin": ["x"]}}, ["b", "d"]),  # a missing field is not in the list
+        ({"tag": {"$ne": "y"}}, ["a", "c", "d"]),
+        ({"nested.k": 1}, ["c"]),
+        ({"version": "v2", "n": {"$gt": 0}}, ["b", "d"]),
+        ({"flag": True}, ["a"]),  # a boolean is not the number 1
+    ],
+)
+def test_vector_filter_operators_select_the_same_records(
+    vector_index: VectorIndex, filter_: dict[str, Any], expected: list[str]
+) -> None:
+    run(
+        vector_index.upsert(
+            [
+                _record("a", [1, 0, 0], version="v1", n=0, tag="x", flag=True, nested={"k": 0}),
+                _record("b", [0.9, 0.1, 0], version="v2", n=1, tag="y", flag=1, nested={"k": 2}),
+                _record("c", [0.8, 0.2, 0], version="v1", n=2, tag="x", nested={"k": 1}),
+                _record("d", [0.7, 0.3, 0], version="v2", n=3),
+            ]
+        )
+    )
+    found = run(vector_index.query([1, 0, 0], top_k=10, filter=filter_))
+    assert _ids(found) == expected
+
+
 def test_vector_values_and_metadata_only_when_asked(vector_index: VectorIndex) -> None:
     run(vector_index.upsert([_record("a", [1, 0, 0], doc="apr", trust="official")]))
     [plain] = run(vector_index.query([1, 0, 0], top_k=1))
