@@ -273,13 +273,23 @@ def test_kv_cache_write_can_wait_until_after_the_response(package: KnowledgePack
 
 def test_a_failing_kv_write_never_fails_the_query(package: KnowledgePackage) -> None:
     class BrokenKV(DictKV):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attempts: list[tuple[str, str]] = []
+
         async def put(self, key: str, value: str) -> None:
+            self.attempts.append((key, value))
             raise ConnectionError("KV is down")
 
-    response = cascade(
-        package, EXACT_ID, services=CascadeServices(cache=QueryCache(16, BrokenKV()))
-    )
+    kv = BrokenKV()
+    services = CascadeServices(cache=QueryCache(16, kv))
+    response = cascade(package, EXACT_ID, services=services)
+    [(key, value)] = kv.attempts  # the KV copy was attempted, and failed
+    assert key.startswith(CACHE_PREFIX) and json.loads(value)["results"]
+    assert response.metadata.cache == "miss" and not kv.data
     assert response.results[0].section_id.startswith(EXACT_ID)
+    assert response.results == cascade(package, EXACT_ID).results  # the answer is unharmed
+    assert cascade(package, EXACT_ID, services=services).metadata.cache == "memory"
 
 
 def test_kv_layer_over_the_local_sqlite_state(package: KnowledgePackage, state: LocalState) -> None:
