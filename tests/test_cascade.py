@@ -848,7 +848,7 @@ def test_metrics_count_what_the_queries_did(vector_service: KnowledgeService) ->
     assert metrics.stage_ms["bm25"] >= 0 and "vector" in metrics.stage_ms
 
 
-def test_service_fixture_counts_cache_hits_and_exact_matches(service: KnowledgeService) -> None:
+def test_service_metrics_count_cache_hits_and_exact_matches(service: KnowledgeService) -> None:
     service.cache = QueryCache(8)
 
     def ask(query: str) -> QueryResponse:
@@ -862,11 +862,3 @@ def test_service_fixture_counts_cache_hits_and_exact_matches(service: KnowledgeS
     assert snapshot["exact_matches"] == 2
     assert snapshot["vector_fallbacks"] == 0  # no embedder configured
     assert snapshot["bm25_successes"] == 1
-
-
-# --- helpers' own sanity ------------------------------------------------------------------------
-
-
-def test_stepping_clock_advances_on_every_reading() -> None:
-    clock = SteppingClock(0.5)
-    assert [clock(), clock(), clock()] == [0.5, 1.0, 1.5]
