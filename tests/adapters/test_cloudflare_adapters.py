@@ -981,4 +981,5 @@ def test_entry_scheduled_warms_the_cache_and_logs_a_report(
     run(entry.Default(env).scheduled(controller, env, None))
     report = json.loads(capsys.readouterr().out)["cache_warming"]
     assert report["considered"] == 1 and report["skipped"] is None
-    assert report["knowledge_version"].startswith("kv-")
+    assert report["filled"] + report["already_cached"] == 1 and report["failed"] == 0  # replayed
+    assert report["knowledge_version"] == run(service_from_env(env).package()).version
