@@ -1,4 +1,7 @@
-"""Shared fixtures: the sample knowledge compiled once, a published local state, fixed dates."""
+"""Shared fixtures: the sample knowledge compiled once (with and without section vectors), a
+published local state, a service.
+
+Constants and helpers live in :mod:`tests.common`; only fixtures belong here."""
 
 from __future__ import annotations
 
@@ -10,18 +13,19 @@ from pathlib import Path
 import pytest
 
 from router.adapters.local.state import LocalState
+from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import BuildResult, build_knowledge
+from router.compile.corpus import load_knowledge
+from router.compile.embedding import embed_sections
+from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.contract import QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
 from router.publisher import publish_package
 from router.service import KnowledgeService
-
-ROOT = Path(__file__).resolve().parents[1]
-KNOWLEDGE = ROOT / "knowledge"
-GOLDEN = ROOT / "eval" / "golden.jsonl"
-SHARED_DATA = ROOT.parent / "shared" / "data"
-TODAY = "2026-06-15"  # queries without a date are asked on this day
+from router.vectors.hash_embedder import HashEmbedder
+from router.vectors.records import section_records
+from tests.common import KNOWLEDGE, TODAY
 
 
 @pytest.fixture(scope="session")
@@ -56,8 +60,26 @@ def service(state: LocalState) -> KnowledgeService:
     return KnowledgeService(kv=state.kv, blobs=state.blobs)
 
 
-def write_doc(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> CompiledPackage:
+    """The sample knowledge compiled with hash-trigram section vectors (cache in a temp dir)."""
+    corpus = load_knowledge(KNOWLEDGE)
+    embeddings = embed_sections(
+        corpus.documents, HashEmbedder(), cache_root=tmp_path_factory.mktemp("vcache")
+    )
+    return compile_documents(corpus.documents, BuildConfig(), corpus.synonyms, {}, embeddings)
+
+
+@pytest.fixture(scope="session")
+def vpackage(compiled: CompiledPackage) -> KnowledgePackage:
+    """``compiled`` loaded: the package the vector stage can run on."""
+    files = compiled.files()
+    return load_package(files["manifest.json"], files.__getitem__)
+
+
+@pytest.fixture(scope="session")
+def vindex(vpackage: KnowledgePackage) -> LocalVectorIndex:
+    """An in-process vector index holding ``vpackage``'s section vectors (read-only in tests)."""
+    index = LocalVectorIndex(HashEmbedder.dimensions)
+    index.upsert_many(section_records(vpackage))
+    return index

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.conftest import GOLDEN, TODAY
-
 from kr.evaluation import evaluate
 from kr.golden import load_golden
 from router.service import KnowledgeService
+from tests.common import GOLDEN, TODAY
 
 # Measured 2026-11-30 on the lexical cascade (issue 3: BM25F, corrective expansion with surface
 # typo repair, fusion): 0.808 / 0.818 / 0.816 / 0.855; a drop below these floors fails the suite.

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.conftest import write_doc
 
 from router.adapters.local.journal import FileJournal
-from router.adapters.local.state import LocalState
+from router.adapters.local.state import LocalState, SqliteRelationalStore
 from router.compile.build import BuildResult, build_knowledge
 from router.contract import QueryRequest
 from router.errors import IntegrityError, NoActiveVersionError, PackageFormatError, RouterError
@@ -27,6 +28,7 @@ from router.publisher import (
     read_package,
 )
 from router.service import KnowledgeService, package_key
+from tests.common import MIGRATIONS, write_doc
 
 
 def _second_package(tmp_path: Path) -> BuildResult:
@@ -49,13 +51,50 @@ def test_publish_writes_blobs_rows_and_activates(state: LocalState, built: Build
     assert state.relational.count("links", version) > 0
 
 
+def _tables(path: Path) -> set[str]:
+    with sqlite3.connect(path) as db:
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _sqlite_dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every table, sorted; ``published_at`` left out (the time of the latest
+    publish, which a republish sets again by design)."""
+    dump = {}
+    with sqlite3.connect(path) as db:
+        for table in sorted(_tables(path) - {"sqlite_sequence"}):
+            cursor = db.execute(f"SELECT * FROM {table}")
+            columns = [c[0] for c in cursor.description]
+            kept = [i for i, name in enumerate(columns) if name != "published_at"]
+            dump[table] = sorted((tuple(row[i] for i in kept) for row in cursor), key=repr)
+    return dump
+
+
+Rows = dict[str, list[tuple[object, ...]]]
+
+
+def _state_snapshot(state: LocalState) -> tuple[dict[str, bytes], Rows, Rows]:
+    """(R2 blobs by key, KV rows, D1 rows) of a local state."""
+    r2 = state.root / "r2"
+    blobs = {}
+    for path in r2.rglob("*"):
+        if path.is_file():
+            blobs[path.relative_to(r2).as_posix()] = path.read_bytes()
+    return blobs, _sqlite_dump(state.root / "kv.sqlite"), _sqlite_dump(state.root / "d1.sqlite")
+
+
 def test_republishing_is_idempotent(state: LocalState, built: BuildResult) -> None:
     files = built.package.files()
-    asyncio.run(publish_package(files, state.blobs, state.kv, state.relational))
     version = built.package.knowledge_version
-    assert (
-        state.relational.count("documents", version) == built.package.manifest.counts["documents"]
-    )
+    before = _state_snapshot(state)
+    blobs, kv, d1 = before
+    assert len(blobs) == len(files) and kv["kv"]
+    assert len(d1["knowledge_documents"]) == built.package.manifest.counts["documents"]
+    assert len(d1["knowledge_sections"]) == built.package.manifest.counts["sections"]
+
+    assert asyncio.run(publish_package(files, state.blobs, state.kv, state.relational)) == version
+    assert _state_snapshot(state) == before  # every blob, KV key and row as it was
+    assert asyncio.run(state.kv.get(ACTIVE_VERSION_KEY)) == version
+    assert asyncio.run(state.kv.get(PREVIOUS_VERSION_KEY)) is None  # not "previous = itself"
 
 
 def test_activation_switches_versions_and_remembers_the_previous(
@@ -106,9 +145,24 @@ def test_missing_artifact_and_missing_version_are_errors(tmp_path: Path) -> None
         asyncio.run(service.package())
 
 
-def test_migrations_are_applied_once(tmp_path: Path) -> None:
-    local = LocalState(tmp_path / "s")
-    assert local.relational.apply_migrations(Path("migrations/d1")) == []
+def test_migrations_are_applied_once_and_create_their_tables(tmp_path: Path) -> None:
+    migrations = sorted(MIGRATIONS.glob("*.sql"))
+    assert MIGRATIONS.is_absolute() and len(migrations) >= 2
+    pattern = re.compile(r"CREATE TABLE\s+(?:IF NOT EXISTS\s+)?(\w+)", re.IGNORECASE)
+    created = {name for m in migrations for name in pattern.findall(m.read_text())}
+    assert {"knowledge_versions", "knowledge_sections", "query_log"} <= created
+
+    (tmp_path / "none").mkdir()
+    path = tmp_path / "d1.sqlite"
+    store = SqliteRelationalStore(path, migrations=tmp_path / "none")  # a fresh, empty database
+    assert not created & _tables(path)
+    assert store.apply_migrations(MIGRATIONS) == [m.name for m in migrations]
+    assert created <= _tables(path)
+    assert store.apply_migrations(MIGRATIONS) == []  # recorded: never applied twice
+    assert SqliteRelationalStore(path, migrations=MIGRATIONS).apply_migrations(MIGRATIONS) == []
+    with sqlite3.connect(path) as db:
+        names = [row[0] for row in db.execute("SELECT name FROM d1_migrations ORDER BY id")]
+    assert names == [m.name for m in migrations]
 
 
 class _FlakyBlobs:

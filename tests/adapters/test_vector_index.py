@@ -9,7 +9,7 @@ import pytest
 
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.errors import InvalidRequestError
-from router.ports import VectorIndex, VectorMatch, VectorRecord
+from router.ports import VectorMatch, VectorRecord
 from router.vectors.metadata_filter import matches, validate_filter
 
 
@@ -31,11 +31,6 @@ def query(index: LocalVectorIndex, vector: list[float], **options: Any) -> list[
 
 def ids(matches_: list[VectorMatch]) -> list[str]:
     return [found.id for found in matches_]
-
-
-def test_satisfies_the_vector_index_port() -> None:
-    index: VectorIndex = LocalVectorIndex(3)
-    assert index.dimensions == 3
 
 
 # --- ranking ----------------------------------------------------------------------------------
@@ -401,17 +396,39 @@ def test_malformed_filters_are_rejected(bad_filter: dict[str, Any], message: str
         validate_filter(bad_filter)
 
 
+def filter_examples() -> LocalVectorIndex:
+    """Four records, same direction (ties rank by id), for the well-formed filter examples."""
+    return index_of(
+        record(
+            "r1", [1, 0, 0], streaming_platform="netflix", someKey=False,
+            pandas={"nice": 42}, date="2024-06", n=0, tag="b",
+        ),
+        record(
+            "r2", [1, 0, 0], streaming_platform="hulu", someKey=True,
+            pandas={"nice": 42}, date="2025-02", n=3, tag="a",
+        ),
+        record(
+            "r3", [1, 0, 0], streaming_platform="netflix",
+            pandas={"nice": 41}, date="2023-12", n=-2, tag=1,
+        ),
+        record("r4", [1, 0, 0], **{"k" * 512: None}),
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "good_filter",
+    ("good_filter", "selected"),
     [
-        {"streaming_platform": "netflix"},
-        {"someKey": {"$ne": True}},
-        {"pandas.nice": 42, "someKey": {"$ne": True}},
-        {"date": {"$gte": "2024-01", "$lt": "2025-01"}},
-        {"n": {"$lte": 3, "$gt": -1.5}},
-        {"tag": {"$nin": ["a", 1, False, None]}},
-        {"k" * 512: None},
+        ({"streaming_platform": "netflix"}, ["r1", "r3"]),
+        ({"someKey": {"$ne": True}}, ["r1", "r3", "r4"]),  # $ne matches a missing field
+        ({"pandas.nice": 42, "someKey": {"$ne": True}}, ["r1"]),
+        ({"date": {"$gte": "2024-01", "$lt": "2025-01"}}, ["r1"]),
+        ({"n": {"$lte": 3, "$gt": -1.5}}, ["r1", "r2"]),
+        ({"tag": {"$nin": ["a", 1, False, None]}}, ["r1", "r4"]),
+        ({"k" * 512: None}, ["r4"]),  # an explicit null, not a missing field
     ],
 )
-def test_well_formed_filters_are_accepted(good_filter: dict[str, Any]) -> None:
+def test_well_formed_filters_are_accepted_and_select_their_records(
+    good_filter: dict[str, Any], selected: list[str]
+) -> None:
     validate_filter(good_filter)
+    assert ids(query(filter_examples(), [1, 0, 0], top_k=10, filter=good_filter)) == selected

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.pyodide.client import ROOT, run_wrangler
 
 WRANGLER_TOML = ROOT / "wrangler.toml"

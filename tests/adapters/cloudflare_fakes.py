@@ -8,7 +8,9 @@ with ``prepare().bind()`` and run with ``all()``/``run()``/``batch([...])``, Vec
 ``AI.run(model, inputs)``. Each fake enforces the platform rule that a careless adapter would
 break (KV's 60 s minimum TTL, D1's 100 bound parameters and ``undefined`` refusal, Vectorize's
 topK caps and 1000-vector upserts, Workers AI's 100-text batches) by raising, as the platform
-does. Calls are recorded so tests can assert batching.
+does. Calls are recorded so tests can assert batching. The fakes import nothing from
+``router``: Vectorize's metadata filter, say, is implemented here again from Cloudflare's
+reference, so the contract tests compare two implementations instead of one with itself.
 """
 
 from __future__ import annotations
@@ -18,13 +20,10 @@ import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from router.vectors.metadata_filter import matches
-
-MIGRATIONS = Path(__file__).resolve().parents[1] / "migrations" / "d1"
+from tests.common import MIGRATIONS
 
 
 class JsError(Exception):
@@ -205,7 +204,7 @@ class FakeVectorize:
         for vector_id, stored in self.vectors.items():
             if namespace is not None and stored.namespace != namespace:
                 continue
-            if options.get("filter") and not matches(stored.metadata, options["filter"]):
+            if options.get("filter") and not _filter_matches(stored.metadata, options["filter"]):
                 continue
             match: dict[str, Any] = {"id": vector_id, "score": _cosine(vector, stored.values)}
             if stored.namespace is not None:
@@ -222,6 +221,55 @@ class FakeVectorize:
         for vector_id in ids:
             self.vectors.pop(vector_id, None)
         return self._mutation()
+
+
+_MISSING = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: booleans only equal booleans, numbers compare as numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _ordered(a: Any, b: Any) -> bool:
+    """Range operators compare a number with a number or a string with a string, nothing else."""
+    numbers = isinstance(a, int | float) and isinstance(b, int | float)
+    if numbers and not isinstance(a, bool) and not isinstance(b, bool):
+        return True
+    return isinstance(a, str) and isinstance(b, str)
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": lambda value, operand: value is not _MISSING and _same(value, operand),
+    "$ne": lambda value, operand: value is _MISSING or not _same(value, operand),
+    "$in": lambda value, operand: value is not _MISSING and any(_same(value, x) for x in operand),
+    "$nin": lambda value, operand: value is _MISSING or not any(_same(value, x) for x in operand),
+    "$lt": lambda value, operand: _ordered(value, operand) and value < operand,
+    "$lte": lambda value, operand: _ordered(value, operand) and value <= operand,
+    "$gt": lambda value, operand: _ordered(value, operand) and value > operand,
+    "$gte": lambda value, operand: _ordered(value, operand) and value >= operand,
+}
+
+
+def _filter_matches(metadata: dict[str, Any], filter: dict[str, Any]) -> bool:
+    """Vectorize's metadata filter as its reference page states it, written for this fake alone
+    (the router's own ``router.vectors.metadata_filter`` is code under test, not a reference):
+    keys are ANDed, a dotted key reads nested metadata, a bare value means ``$eq``."""
+    for key, condition in filter.items():
+        value: Any = metadata
+        for part in key.split("."):
+            value = value.get(part, _MISSING) if isinstance(value, dict) else _MISSING
+        conditions = condition if isinstance(condition, dict) else {"$eq": condition}
+        for operator, operand in conditions.items():
+            if operator not in _OPERATORS:
+                raise JsError(f"VECTOR_QUERY_ERROR (code = 40003): unknown operator {operator}")
+            if not _OPERATORS[operator](value, operand):
+                return False
+    return True
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

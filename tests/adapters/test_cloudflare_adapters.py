@@ -3,10 +3,10 @@
 Why one contract per port over both adapter sets: the Worker must behave like ``kr serve``, so
 every rule a caller relies on (missing keys, bytes round trips, tenant namespaces, filters, topK
 caps, the same D1 rows) is asserted once and run against the local adapter and the Cloudflare
-adapter over a fake binding (``tests/cloudflare_fakes.py``). Then the Worker wiring: bindings from
-``env``, one service per isolate, the active version's TTL, refusal of corrupt or unreadable R2
-blobs, the vector stage chosen by the package's model, query logging, cache warming and the
-thin ``entry.py``.
+adapter over a fake binding (``tests/adapters/cloudflare_fakes.py``). Then the Worker wiring:
+bindings from ``env``, one service per isolate, the active version's TTL, refusal of corrupt or
+unreadable R2 blobs, the vector stage chosen by the package's model, query logging, cache warming
+and the thin ``entry.py``.
 """
 
 from __future__ import annotations
@@ -23,16 +23,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.cloudflare_fakes import (
-    FakeAI,
-    FakeD1,
-    FakeKV,
-    FakeR2,
-    FakeVectorize,
-    JsError,
-    fake_env,
-)
-from tests.conftest import KNOWLEDGE, TODAY, write_doc
 
 from router.adapters.cloudflare import (
     CloudflareBindings,
@@ -94,8 +84,17 @@ from router.stages.generation import build_messages
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from router.vectors.records import section_records
 from router.warming import warm_cache
+from tests.adapters.cloudflare_fakes import (
+    FakeAI,
+    FakeD1,
+    FakeKV,
+    FakeR2,
+    FakeVectorize,
+    JsError,
+    fake_env,
+)
+from tests.common import KNOWLEDGE, ROOT, TODAY, write_doc
 
-ROOT = Path(__file__).resolve().parents[1]
 APR = "O que é APR?"
 LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak: reaches the vector fallback
 BOTH = ["local", "cloudflare"]
@@ -425,6 +424,34 @@ def test_vector_filter_applies_before_top_k(vector_index: VectorIndex) -> None:
     assert _ids(found) == ["new-0"]
     found = run(vector_index.query([1, 0, 0], top_k=2, filter={"version": {"$in": ["v1"]}}))
     assert _ids(found) == ["old-0", "old-1"]
+
+
+@pytest.mark.parametrize(
+    ("filter_", "expected"),
+    [
+        ({"n": {"$gte": 1, "$lt": 3}}, ["b", "c"]),
+        ({"tag": {"$nin": ["x"]}}, ["b", "d"]),  # a missing field is not in the list
+        ({"tag": {"$ne": "y"}}, ["a", "c", "d"]),
+        ({"nested.k": 1}, ["c"]),
+        ({"version": "v2", "n": {"$gt": 0}}, ["b", "d"]),
+        ({"flag": True}, ["a"]),  # a boolean is not the number 1
+    ],
+)
+def test_vector_filter_operators_select_the_same_records(
+    vector_index: VectorIndex, filter_: dict[str, Any], expected: list[str]
+) -> None:
+    run(
+        vector_index.upsert(
+            [
+                _record("a", [1, 0, 0], version="v1", n=0, tag="x", flag=True, nested={"k": 0}),
+                _record("b", [0.9, 0.1, 0], version="v2", n=1, tag="y", flag=1, nested={"k": 2}),
+                _record("c", [0.8, 0.2, 0], version="v1", n=2, tag="x", nested={"k": 1}),
+                _record("d", [0.7, 0.3, 0], version="v2", n=3),
+            ]
+        )
+    )
+    found = run(vector_index.query([1, 0, 0], top_k=10, filter=filter_))
+    assert _ids(found) == expected
 
 
 def test_vector_values_and_metadata_only_when_asked(vector_index: VectorIndex) -> None:
@@ -960,4 +987,5 @@ def test_entry_scheduled_warms_the_cache_and_logs_a_report(
     run(entry.Default(env).scheduled(controller, env, None))
     report = json.loads(capsys.readouterr().out)["cache_warming"]
     assert report["considered"] == 1 and report["skipped"] is None
-    assert report["knowledge_version"].startswith("kv-")
+    assert report["filled"] + report["already_cached"] == 1 and report["failed"] == 0  # replayed
+    assert report["knowledge_version"] == run(service_from_env(env).package()).version

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.conftest import KNOWLEDGE
 
 from router.compile.build import BuildResult, build_knowledge
 from router.errors import IntegrityError, PackageFormatError
 from router.package.manifest import ARTIFACT_NAMES, sha256_hex
 from router.package.reader import load_package
+from tests.common import KNOWLEDGE
 
 
 def test_same_input_gives_byte_identical_package(built: BuildResult) -> None:

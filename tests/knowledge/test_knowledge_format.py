@@ -6,12 +6,12 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from tests.conftest import write_doc
 
 from router.compile.build import build_knowledge
 from router.compile.corpus import load_knowledge
 from router.errors import KnowledgeFormatError
 from router.knowledge.parser import parse_document
+from tests.common import write_doc
 
 GOOD = """---
 semanticId: workPermit.components

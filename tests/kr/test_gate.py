@@ -14,7 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from tests.conftest import GOLDEN, KNOWLEDGE, write_doc
 
 from kr.activation import ACTIVATION_LOG
 from kr.cli import GATE_BLOCKED_EXIT, main
@@ -27,6 +26,7 @@ from router.errors import ConfigError
 from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY
 from router.service import package_key
+from tests.common import GOLDEN, KNOWLEDGE, write_doc
 
 # The id fields carry the exact-id and system-term queries; without them those fall apart.
 BROKEN_WEIGHTS = MappingProxyType(
@@ -71,14 +71,27 @@ def test_gate_blocks_a_broken_analyzer_unless_the_tolerances_allow_it(
 ) -> None:
     before = _active(state)
     folder = _candidate(tmp_path, BuildConfig(analyzer=AnalyzerConfig(min_word_length=6)))
+    candidate = json.loads((folder / "manifest.json").read_text())["knowledge_version"]
+    assert candidate != before
     golden = str(_golden_subset(tmp_path))
-    assert main(["gate", str(folder), "--state", str(state.root), "--golden", golden]) == 3
-    assert "BLOCKED" in capsys.readouterr().out
-    # a generous tolerance lets the same candidate through (but `kr gate` alone never activates)
+    gate = ["gate", str(folder), "--state", str(state.root), "--golden", golden]
+    # activation requested, gate blocks: nothing changes
+    assert main([*gate, "--activate"]) == GATE_BLOCKED_EXIT
+    captured = capsys.readouterr()
+    assert "BLOCKED" in captured.out and "not activated" in captured.err
+    assert _active(state) == before
+    assert asyncio.run(state.kv.get(PREVIOUS_VERSION_KEY)) is None
+    assert not (state.root / ACTIVATION_LOG).exists()
+    # a generous tolerance lets the same candidate through; `kr gate` alone never activates...
     loose = [f"--tolerance={m}=1" for m in DEFAULT_TOLERANCES]
-    assert main(["gate", str(folder), "--state", str(state.root), "--golden", golden, *loose]) == 0
+    assert main([*gate, *loose]) == 0
     assert "PASSES" in capsys.readouterr().out
     assert _active(state) == before
+    # ...and with --activate it does: so the blocked run above was refused, not a no-op
+    assert main([*gate, *loose, "--activate"]) == 0
+    assert "activated" in capsys.readouterr().out
+    assert _active(state) == candidate
+    assert asyncio.run(state.kv.get(PREVIOUS_VERSION_KEY)) == before
 
 
 def test_build_runs_the_gate_then_force_activates_and_logs(

@@ -1,0 +1,1 @@
+"""Tests of ``router.analysis``: the shared analyzer and the Portuguese sound key."""

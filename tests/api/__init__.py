@@ -1,0 +1,1 @@
+"""Tests of ``router.api``: the HTTP app."""

@@ -1,0 +1,1 @@
+"""Comparison tests: our scorers against other libraries and against the formulas."""

@@ -1,0 +1,1 @@
+"""Tests of ``router.compile``: the build-time embedding cache."""

@@ -1,0 +1,1 @@
+"""Tests of ``router.knowledge``: the Markdown input contract."""

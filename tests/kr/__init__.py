@@ -1,0 +1,1 @@
+"""Tests of the ``kr`` CLI: build, query, eval, gate, rollback."""

@@ -1,0 +1,1 @@
+"""Tests of ``router.package``: the compiled package format and its integrity checks."""

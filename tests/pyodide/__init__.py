@@ -1,0 +1,1 @@
+"""The Pyodide test layer: the real Worker in Pyodide under Node, and wrangler's config checks."""

@@ -1,0 +1,1 @@
+"""Tests of ``router.stages``: each stage as a pure function over plain data."""
