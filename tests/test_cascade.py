@@ -186,12 +186,6 @@ def test_spacing_and_edge_punctuation_do_not_split_the_cache(package: KnowledgeP
     assert shouted.metadata.cache == "memory"  # letter case does not split the cache either
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: a cached response is served as stored, so its context.query is the text of "
-    "the request that filled the cache ('loto' for 'LOTO'), not the asker's; the fix belongs in "
-    "the cache stage / pipeline (found by the Pyodide parity test)",
-)
 def test_a_cached_response_names_the_askers_own_query(package: KnowledgePackage) -> None:
     services = CascadeServices(cache=QueryCache(16))
     first = cascade(package, "loto", services=services)

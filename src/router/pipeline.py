@@ -89,7 +89,7 @@ async def run_cascade(
     else:
         lookup = await look_up(state, services.cache)
         if lookup.response is not None:
-            return from_cache(lookup.response, lookup.where, trace, services.metrics)
+            return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
         cache_key = lookup.key
 
     state.exact = exact_hits(state)

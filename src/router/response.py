@@ -79,10 +79,13 @@ def build_response(
 
 
 def from_cache(
-    cached: dict[str, Any], where: str, trace: Trace, metrics: Metrics | None
+    cached: dict[str, Any], where: str, question: str, trace: Trace, metrics: Metrics | None
 ) -> QueryResponse:
-    """A cached response served again: its own latency, and where it was found."""
+    """A cached response served again: its own latency, where it was found, and the asker's
+    own ``question`` in the context (the key ignores case, so the stored text may differ)."""
     response = QueryResponse.model_validate(cached)
+    if response.context is not None:
+        response.context.query = question
     response.metadata.cache = "kv" if where == "kv" else "memory"
     response.metadata.latency_ms = trace.elapsed_ms()
     response.trace = {**response.trace, "served_from_cache": where}

@@ -120,9 +120,6 @@ def worker(
 # Worker has a query cache, the CPython reference has none). Vector scores come from the JS fake
 # of Vectorize (its own float arithmetic) and are rounded to 6 decimals, hence the tolerance.
 UNCOMPARED = {"trace", "metadata.latency_ms", "metadata.cache"}
-# A cached answer names the query that filled the cache ("loto" for "LOTO"): a known defect,
-# tests/test_cascade.py::test_a_cached_response_names_the_askers_own_query (xfail).
-UNCOMPARED_WHEN_CACHED = {"context.query"}
 FLOAT_TOLERANCE = 2e-6
 
 
@@ -206,9 +203,7 @@ def test_golden_set_gets_the_same_responses_as_cpython(
         # ranked ids and scores, confidence and its level, answer text, citations, flags,
         # strategy, abstention, the agent context: everything but timings and cache state
         found: list[str] = []
-        cached = got["metadata"]["cache"] != "miss"
-        skip = frozenset(UNCOMPARED_WHEN_CACHED) if cached else frozenset()
-        _differences("", got, want.model_dump(mode="json"), found, skip)
+        _differences("", got, want.model_dump(mode="json"), found)
         if found:
             mismatches.append(f"{query.id} {query.query!r}: " + "; ".join(found[:4]))
     assert not mismatches, f"{len(mismatches)} of {len(golden)} differ:\n" + "\n".join(
