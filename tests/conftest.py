@@ -19,9 +19,9 @@ from router.compile.corpus import load_knowledge
 from router.compile.embedding import embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.contract import QueryRequest, QueryResponse
+from router.ops.publish import publish_package
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
-from router.publisher import publish_package
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HashEmbedder
 from router.vectors.records import section_records

@@ -29,10 +29,10 @@ from router.compile.indexer import CompiledPackage
 from router.config import DEFAULT_TRUST_WEIGHTS, RetrievalBudget, RouterConfig
 from router.contract import AgentKnowledgeContext, QueryRequest, QueryResponse
 from router.errors import EmbeddingModelError
+from router.ops.publish import publish_package
 from router.package.reader import KnowledgePackage
 from router.pipeline import CascadeServices, run_cascade
 from router.ports import GeneratedAnswer
-from router.publisher import publish_package
 from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
 from router.stages.cache import CACHE_PREFIX, QueryCache

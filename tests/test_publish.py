@@ -14,8 +14,7 @@ from router.adapters.local.state import LocalState, SqliteRelationalStore
 from router.compile.build import BuildResult, build_knowledge
 from router.contract import QueryRequest
 from router.errors import IntegrityError, NoActiveVersionError, PackageFormatError, RouterError
-from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, BlobStore
-from router.publisher import (
+from router.ops.publish import (
     ACTIVATE_STEP,
     ROWS_STEP,
     VERIFY_STEP,
@@ -27,6 +26,7 @@ from router.publisher import (
     publish_package,
     read_package,
 )
+from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, BlobStore
 from router.service import KnowledgeService, package_key
 from tests.common import MIGRATIONS, write_doc
 

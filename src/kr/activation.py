@@ -21,21 +21,21 @@ from kr.gate.runs import GateSettings
 from kr.packages import full_loader
 from router.adapters.local.state import LocalState
 from router.errors import NoActiveVersionError, NoPreviousVersionError
+from router.ops.activation import activate
+from router.ops.publish import (
+    PublishReport,
+    PublishTarget,
+    StepCallback,
+    publish,
+    publish_package,
+    read_package,
+)
 from router.ports import (
     ACTIVE_VERSION_KEY,
     PREVIOUS_VERSION_KEY,
     BlobStore,
     KeyValueStore,
     PublishJournal,
-)
-from router.publisher import (
-    PublishReport,
-    PublishTarget,
-    StepCallback,
-    activate,
-    publish,
-    publish_package,
-    read_package,
 )
 
 __all__ = [
@@ -156,7 +156,7 @@ async def rollback(kv: KeyValueStore, blobs: BlobStore) -> tuple[str, str]:
     """Activate the previous version; returns (now active, rolled back from).
 
     The previous version is loaded (and so verified) before the switch, so a rollback never
-    activates a damaged package. :func:`router.publisher.activate` remembers the version
+    activates a damaged package. :func:`router.ops.publish.activate` remembers the version
     rolled back from as the new previous one: a second rollback undoes the first.
     """
     active = await kv.get(ACTIVE_VERSION_KEY)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from router.errors import ConfigError
+from router.ops.publish import PublishTarget
 from router.package.manifest import Manifest
-from router.publisher import PublishTarget
 
 if TYPE_CHECKING:
     from router.adapters.cloudflare_api import CloudflareAPI, CloudflareSettings

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from router.adapters.local.state import LocalState
 from router.errors import ConfigError, NoActiveVersionError
+from router.ops.publish import read_package
 from router.package.fetch import fetch_package_files, is_version_id
 from router.package.manifest import MANIFEST_NAME
 from router.package.reader import KnowledgePackage
 from router.ports import ACTIVE_VERSION_KEY, BlobStore, KeyValueStore
-from router.publisher import read_package
 from router.service import KnowledgeService, package_key
 from router.sync import run_sync
 

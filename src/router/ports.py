@@ -99,7 +99,7 @@ class QueryLog(Protocol):
 
 
 class PublishJournal(Protocol):
-    """Which steps of a publish are done, keyed by target + version (see router.publisher).
+    """Which steps of a publish are done, keyed by target + version (see router.ops.publish).
 
     Why a port: an interrupted publish must resume where it stopped, on whatever machine keeps
     the journal (a JSON file in the local state folder; memory in tests).

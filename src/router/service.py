@@ -22,6 +22,7 @@ from router.contract import QueryRequest, QueryResponse
 from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
+from router.ops.query_log import QueryRecorder
 from router.package.fetch import fetch_package_files
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
@@ -34,7 +35,6 @@ from router.ports import (
     KeyValueStore,
     VectorIndex,
 )
-from router.query_log import QueryRecorder
 from router.stages.cache import QueryCache
 from router.vectors.records import section_records
 

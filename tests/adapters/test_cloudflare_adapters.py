@@ -63,6 +63,10 @@ from router.errors import (
     InvalidRequestError,
     PackageFormatError,
 )
+from router.ops.activation import activate
+from router.ops.publish import catalog_rows, publish_package
+from router.ops.query_log import QueryRecorder, logged_query, request_key
+from router.ops.warming import warm_cache
 from router.package.manifest import Manifest
 from router.package.reader import load_package
 from router.pipeline import run_query
@@ -75,15 +79,12 @@ from router.ports import (
     VectorIndex,
     VectorRecord,
 )
-from router.publisher import activate, catalog_rows, publish_package
-from router.query_log import QueryRecorder, logged_query, request_key
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, package_key
 from router.sql import MAX_BOUND_PARAMETERS, version_statements
 from router.stages.cache import QueryCache
 from router.stages.generation import build_messages
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from router.vectors.records import section_records
-from router.warming import warm_cache
 from tests.adapters.cloudflare_fakes import (
     FakeAI,
     FakeD1,

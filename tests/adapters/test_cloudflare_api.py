@@ -49,9 +49,7 @@ from router.adapters.wrangler_cli import render_statement, sql_literal
 from router.compile.build import BuildResult, build_knowledge, write_package
 from router.compile.indexer import CompiledPackage
 from router.errors import ConfigError, IntegrityError, InvalidRequestError
-from router.package.reader import load_package
-from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, VectorRecord
-from router.publisher import (
+from router.ops.publish import (
     ACTIVATE_STEP,
     ROWS_STEP,
     VERIFY_STEP,
@@ -63,6 +61,8 @@ from router.publisher import (
     catalog_rows,
     publish,
 )
+from router.package.reader import load_package
+from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, VectorRecord
 from router.service import package_key
 from router.vectors.hash_embedder import HashEmbedder
 from router.vectors.records import namespace_for

@@ -90,8 +90,8 @@ async def publish(ctx: Any, env: Any, directory: str, activate: bool = True) -> 
     adapters: R2 blobs, D1 rows, Vectorize vectors, then (optionally) the KV activation, with
     the router's publisher. Returns the report as JSON."""
     from router.adapters.cloudflare import bindings
+    from router.ops.publish import MemoryJournal, PublishTarget, publish
     from router.package.manifest import MANIFEST_NAME, Manifest
-    from router.publisher import MemoryJournal, PublishTarget, publish
 
     files = _read_package(directory)
     b = bindings(new_instance(ctx, env).env)  # the env exactly as the Worker sees it

@@ -37,11 +37,11 @@ from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import BuildResult, build_knowledge, write_package
 from router.config import RetrievalBudget, RouterConfig
 from router.errors import InvalidRequestError
+from router.ops.publish import publish_package
+from router.ops.warming import DEFAULT_WARM_LIMIT
 from router.ports import VectorRecord
-from router.publisher import publish_package
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
-from router.warming import DEFAULT_WARM_LIMIT
 from tests.common import GOLDEN, KNOWLEDGE, write_doc
 from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
 from tests.pyodide.fetch_wheels import ensure_wheels
@@ -316,7 +316,7 @@ def test_scheduled_handler_warms_the_most_frequent_logged_queries(
         "import time\n"
         "from router.adapters.cloudflare import bindings\n"
         "from router.contract import QueryRequest\n"
-        "from router.query_log import logged_query\n"
+        "from router.ops.query_log import logged_query\n"
         f"requests = {warmed!r}\n"
         "entries = [logged_query(QueryRequest(**r), time.time(), 1_000_000) for r in requests]\n"
         "await bindings(env).query_log.record(entries)\n"

@@ -10,7 +10,7 @@ from kr.commands.options import gate_settings
 from kr.local import local_state
 from router.adapters.local.embedders import embedder_by_name
 from router.compile.build import build_knowledge, write_package
-from router.publisher import publish_package
+from router.ops.publish import publish_package
 
 __all__ = ["run"]
 

@@ -19,8 +19,8 @@ from kr.packages import (
     stored_package_files,
 )
 from router.adapters.local.state import LocalState
+from router.ops.publish import read_package
 from router.package.reader import KnowledgePackage
-from router.publisher import read_package
 
 __all__ = ["gate_command", "resolve_candidate", "run"]
 

@@ -23,10 +23,10 @@ from kr.local import local_state
 from kr.packages import package_folder_files, require_stored_version, stored_package_files
 from router.adapters.local.state import default_state_dir
 from router.errors import ConfigError, NoActiveVersionError
+from router.ops.publish import ACTIVATE_STEP, PublishReport, PublishTarget
 from router.package.fetch import is_version_id
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.ports import ACTIVE_VERSION_KEY, PublishJournal
-from router.publisher import ACTIVATE_STEP, PublishReport, PublishTarget
 
 __all__ = ["publish_files", "run"]
 

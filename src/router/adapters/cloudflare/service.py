@@ -32,13 +32,13 @@ from router.adapters.cloudflare.workers_ai import (
 )
 from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
+from router.ops.query_log import QueryRecorder
+from router.ops.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
 from router.package.manifest import Manifest
 from router.ports import Embedder, VectorIndex
-from router.query_log import QueryRecorder
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, VectorStageFactory
 from router.stages.cache import QueryCache
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
-from router.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
 
 __all__ = [
     "AI_BINDING",

@@ -1,7 +1,7 @@
 """Workers KV values through the REST API, as the :class:`~router.ports.KeyValueStore` port.
 
 Why it matters which write is last: the KV value ``knowledge:active-version`` is the switch the
-Worker reads, so publishing writes it once, after everything else (see router.publisher). The key
+Worker reads, so publishing writes it once, after everything else (see router.ops.publish). The key
 is URL-encoded whole (``:`` included), as the API asks; a PUT body is the value itself, a GET
 answers the stored bytes, 404 if the key is absent. KV is eventually consistent: other edge
 locations see a new value within about a minute.

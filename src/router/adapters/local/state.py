@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from router.ops.query_log import hour_of, logged_params, row_to_logged
 from router.ports import LoggedQuery
-from router.query_log import hour_of, logged_params, row_to_logged
 from router.sql import (
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
+from router.ops.activation import activate
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.ports import (
-    ACTIVE_VERSION_KEY,
-    PREVIOUS_VERSION_KEY,
     BlobStore,
     KeyValueStore,
     PublishJournal,
@@ -46,7 +45,6 @@ __all__ = [
     "PublishError",
     "PublishReport",
     "PublishTarget",
-    "activate",
     "blob_step",
     "catalog_rows",
     "plan_steps",
@@ -308,20 +306,6 @@ async def publish_package(
             raise exc.cause from exc
         raise
     return report.version
-
-
-async def activate(kv: KeyValueStore, version: str) -> str | None:
-    """Make ``version`` the one every new query reads; remember the previous one.
-
-    Returns the version that was active before (None if none or the same). The write of
-    :data:`ACTIVE_VERSION_KEY` is the switch; the previous version is written first, so a crash
-    between the two writes leaves the old version active and the next run completes it.
-    """
-    previous = await kv.get(ACTIVE_VERSION_KEY)
-    if previous and previous != version:
-        await kv.put(PREVIOUS_VERSION_KEY, previous)
-    await kv.put(ACTIVE_VERSION_KEY, version)
-    return previous if previous and previous != version else None
 
 
 def catalog_rows(catalog: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:

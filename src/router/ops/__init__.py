@@ -1,0 +1,1 @@
+"""Operations around the query path: publishing, activation, the query log and cache warming."""
