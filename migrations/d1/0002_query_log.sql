@@ -1,4 +1,4 @@
--- Served queries, counted per hour, for cache warming (src/router/warming.py, scheduled handler).
+-- Served queries, counted per hour, for cache warming (src/router/ops/warming.py, scheduled handler).
 -- One schema for Cloudflare D1 and the local SQLite default. ``request`` holds only the request
 -- fields that shape the cached answer (JSON), so replaying it fills the same cache entry.
 
