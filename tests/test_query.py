@@ -13,6 +13,7 @@ from router.pipeline import run_query
 from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
 from router.stages.cache import QueryCache
+from router.sync import run_sync
 from tests.common import ALFA, BETA, TODAY
 
 
@@ -167,7 +168,7 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
     ran = [name for name, stage in stages.items() if "skipped" not in stage]
     assert ran == [
         "normalize", "analyze", "exact", "keyword", "bm25", "graph", "confidence", "fusion",
-        "context", "answer",
+        "texts", "context", "answer",
     ]  # fmt: skip
     assert stages["vector"]["skipped"] and stages["cache"]["skipped"]
     assert all(stage["ms"] >= 0 for stage in stages.values())
@@ -175,5 +176,6 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
 
 def test_fact_citation_points_at_the_section_that_states_it(ask, package: KnowledgePackage) -> None:  # type: ignore[no-untyped-def]
     citation = ask("apr.defaultValidityDays").citations[0]
-    section = next(s for s in package.sections if s.section_id == citation.section_id)
-    assert citation.passage in section.text and "30" in citation.passage
+    index = next(i for i, s in enumerate(package.sections) if s.section_id == citation.section_id)
+    texts, _ = run_sync(package.texts.load([index]))
+    assert citation.passage in texts[index] and "30" in citation.passage

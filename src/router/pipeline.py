@@ -21,7 +21,7 @@ from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
 from router.ports import Embedder, Generator, VectorIndex
 from router.response import build_response, from_cache, record_metrics
-from router.stages.answer import choose_answer
+from router.stages.answer import choose_answer, pick_fact
 from router.stages.cache import QueryCache, look_up
 from router.stages.confidence import assess, with_vector_evidence
 from router.stages.context_builder import context_for
@@ -32,6 +32,7 @@ from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
+from router.stages.texts import load_texts, quoted_sections
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
@@ -113,8 +114,10 @@ async def run_cascade(
     )
     record_fusion(state, fused, k)
     shown = fused[:k]
+    fact = pick_fact(state, fused)
+    state.texts = await load_texts(state, quoted_sections(state, shown, fused, fact))
     context = context_for(state, shown)
-    answer = await choose_answer(state, fused, context, services.generator)
+    answer = await choose_answer(state, fused, fact, context, services.generator)
 
     response = build_response(state, answer, shown, context, cached=cache_key is not None)
     record_metrics(services.metrics, response, exact_hit=bool(state.exact))

@@ -169,11 +169,21 @@ class KnowledgeService:
         async def get(name: str) -> bytes | None:
             return await self.blobs.get(package_key(version, name))
 
+        async def get_chunk(name: str) -> bytes:
+            blob = await get(name)
+            if blob is None:
+                raise PackageFormatError(f"package {version} has no {name} (partial upload?)")
+            return blob
+
+        where = f"package {version}"
         files = await fetch_package_files(
-            get, f"package {version}", with_vectors=self.needs_vectors
+            get, where, with_vectors=self.needs_vectors, with_lazy=False
         )
         package = load_package(
-            files[MANIFEST_NAME], files.__getitem__, with_vectors=self.needs_vectors
+            files[MANIFEST_NAME],
+            files.__getitem__,
+            with_vectors=self.needs_vectors,
+            fetch_chunk=get_chunk,
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")

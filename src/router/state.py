@@ -61,6 +61,11 @@ class QueryState:
     graph: list[GraphNode] = field(default_factory=list)
     vector: Ranked = field(default_factory=list)
     assessment: Assessment | None = None
+    texts: dict[int, str] = field(default_factory=dict)  # section → text, for what is quoted
+
+    def text(self, section: int) -> str:
+        """The text of a section the texts stage read ("" when it could not be read)."""
+        return self.texts.get(section, "")
 
     @cached_property
     def visibility(self) -> Visibility:

@@ -21,13 +21,15 @@ def test_same_input_gives_byte_identical_package(built: BuildResult) -> None:
 
 def test_manifest_describes_every_artifact(built: BuildResult) -> None:
     manifest = json.loads(built.package.files()["manifest.json"])
-    assert manifest["format_version"] == 2
+    assert manifest["format_version"] == 3
     assert manifest["analyzer"]["language"] == "portuguese"
     assert manifest["bm25"] == {"method": "lucene", "k1": 1.5, "b": 0.75}
     assert manifest["counts"]["documents"] >= 60
     for name in ARTIFACT_NAMES:
         blob = built.package.artifacts[name]
         assert manifest["artifacts"][name] == {"sha256": sha256_hex(blob), "bytes": len(blob)}
+    chunks = [name for name in manifest["artifacts"] if name.startswith("texts-")]
+    assert chunks and set(manifest["artifacts"]) == {*ARTIFACT_NAMES, *chunks}
 
 
 def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import Stemmer
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
+from router.analysis.surface import surface_texts, surface_word_stems
 from router.analysis.text import fold, has_diacritics
 from router.checks import check_choice, check_range, check_weights
 from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fields
@@ -25,6 +26,7 @@ from router.knowledge.parser import strip_wikilinks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.postings import encode_blocks, encode_postings
+from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
 
@@ -146,13 +148,16 @@ def compile_documents(
     terms = sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
     vocabulary = {term: i for i, term in enumerate(terms)}
     blocks = _posting_blocks(field_tokens, vocabulary, config)
+    bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
     artifacts = {
-        "catalog.json": dumps_json(_catalog(documents, synonyms)),
+        "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
         "terms.json": dumps_json(terms),
         "lexicon.json": dumps_json(lexicon),
         "postings.bin": encode_blocks(
             {name: encode_postings(*block, len(texts)) for name, block in blocks.items()}
         ),
+        "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
+        **encode_texts(bodies),
     }
     embedding = None
     if embeddings is not None:
@@ -233,13 +238,29 @@ def _pystemmer(language: str) -> Any:
         raise ConfigError(f"PyStemmer has no stemmer for {language!r}") from exc
 
 
-def _catalog(documents: Sequence[Document], synonyms: Sequence[Sequence[str]]) -> dict[str, Any]:
+def _surface_words(
+    analyzer: Analyzer,
+    documents: Sequence[Document],
+    bodies: Sequence[str],
+    vocabulary: dict[str, int],
+) -> list[list[str]]:
+    """The typo repair's (word, term) pairs: names of things first, then bodies to a budget."""
+    names = [f"{d.title} {' '.join(d.keywords)} {' '.join(d.aliases)}" for d in documents]
+    names += [section.heading for doc in documents for section in doc.sections]
+    texts = surface_texts(names, bodies)
+    return [[word, stem] for word, stem in surface_word_stems(analyzer, texts, vocabulary)]
+
+
+def _catalog(
+    documents: Sequence[Document], bodies: Sequence[str], synonyms: Sequence[Sequence[str]]
+) -> dict[str, Any]:
+    """Documents and sections without the section texts (``texts.bin``, read lazily)."""
     docs: list[dict[str, Any]] = []
     sections: list[dict[str, Any]] = []
     for doc_index, doc in enumerate(documents):
         first = len(sections)
         for section in doc.sections:
-            text = strip_wikilinks(section.text)
+            text = bodies[len(sections)]
             flags = [INJECTION_FLAG] if looks_like_injection(text) else []
             sections.append(
                 {
@@ -247,7 +268,6 @@ def _catalog(documents: Sequence[Document], synonyms: Sequence[Sequence[str]]) -
                     "doc": doc_index,
                     "heading": section.heading,
                     "level": section.level,
-                    "text": text,
                     "line": section.line,
                     "explicit": section.explicit_id,
                     "links": [[link.target, link.label] for link in section.links],

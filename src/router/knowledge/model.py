@@ -38,7 +38,11 @@ class Link:
 
 @dataclass
 class Section:
-    """A retrievable chunk: one heading and the text under it."""
+    """A retrievable chunk: one heading and the text under it.
+
+    ``text`` is set when parsing; in a loaded package it is empty, because section texts are read
+    per query (``KnowledgePackage.texts``, docs/index-format.md).
+    """
 
     section_id: str
     heading: str

@@ -31,9 +31,10 @@ def is_version_id(text: str) -> bool:
 
 
 async def fetch_package_files(
-    get: ArtifactGetter, where: str, *, with_vectors: bool = True
+    get: ArtifactGetter, where: str, *, with_vectors: bool = True, with_lazy: bool = True
 ) -> dict[str, bytes]:
-    """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``).
+    """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``; the
+    lazily read text chunks only if ``with_lazy``: a server reads those per query).
 
     ``where`` names the package in errors ("version v1 in .kr-state"). A missing file raises
     ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
@@ -43,7 +44,9 @@ async def fetch_package_files(
     if manifest is None:
         raise PackageFormatError(f"{where} has no {MANIFEST_NAME} (partial upload?)")
     files = {MANIFEST_NAME: manifest}
-    for name in Manifest.from_bytes(manifest).artifact_names:
+    listed = Manifest.from_bytes(manifest)
+    names = listed.artifact_names + (listed.lazy_names if with_lazy else ())
+    for name in names:
         if name == VECTORS_NAME and not with_vectors:
             continue
         blob = await get(name)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError
+from router.package.texts import is_text_chunk
 
 __all__ = [
     "ARTIFACT_NAMES",
@@ -25,9 +26,16 @@ __all__ = [
     "sha256_hex",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST_NAME = "manifest.json"
-ARTIFACT_NAMES: tuple[str, ...] = ("catalog.json", "terms.json", "lexicon.json", "postings.bin")
+ARTIFACT_NAMES: tuple[str, ...] = (
+    "catalog.json",
+    "terms.json",
+    "lexicon.json",
+    "postings.bin",
+    "surface.json",
+    "texts.bin",
+)
 VECTORS_NAME = "vectors.bin"  # present when the manifest names an embedding model
 
 
@@ -58,6 +66,11 @@ class Manifest:
     def artifact_names(self) -> tuple[str, ...]:
         """Artifacts this package must have: the fixed set plus vectors when embedded."""
         return ARTIFACT_NAMES + ((VECTORS_NAME,) if self.embedding else ())
+
+    @property
+    def lazy_names(self) -> tuple[str, ...]:
+        """Artifacts read only when a query needs them (the section text chunks)."""
+        return tuple(sorted(name for name in self.artifacts if is_text_chunk(name)))
 
     @classmethod
     def create(

@@ -18,6 +18,8 @@ from router.errors import PackageFormatError
 from router.knowledge.model import Document, Link, Section
 from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.postings import Postings, decode_blocks
+from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, SectionTexts
+from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
 
 __all__ = ["ExactTarget", "KnowledgePackage", "artifact_names", "load_package"]
@@ -46,6 +48,8 @@ class KnowledgePackage:
     term_ids: dict[str, int]
     blocks: dict[str, Postings]  # field name (or "bm25f") → posting block
     analyzer: Analyzer
+    texts: SectionTexts
+    surface_words: list[tuple[str, str]] = field(default_factory=list)  # (word, term), typo repair
     vectors: SectionVectors | None = None
     synonyms: list[list[str]] = field(default_factory=list)
     exact: dict[str, list[ExactTarget]] = field(default_factory=dict)
@@ -84,12 +88,19 @@ class KnowledgePackage:
 
 
 def load_package(
-    manifest_blob: bytes, fetch: ArtifactFetcher, *, with_vectors: bool = True
+    manifest_blob: bytes,
+    fetch: ArtifactFetcher,
+    *,
+    with_vectors: bool = True,
+    fetch_chunk: ChunkFetcher | None = None,
+    text_cache_bytes: int = DEFAULT_TEXT_CACHE_BYTES,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
     ``with_vectors=False`` leaves ``vectors.bin`` unread: a server whose vector index is remote
     (Vectorize) never needs the section vectors in memory (SciFact's are 8 MB of the isolate).
+    Section texts are never decoded here: their chunks are read when a query quotes them, with
+    ``fetch_chunk`` (async; e.g. an R2 read) or else with ``fetch``, and verified on arrival.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     blobs = {
@@ -100,7 +111,8 @@ def load_package(
         catalog = json.loads(blobs["catalog.json"])
         terms = json.loads(blobs["terms.json"])
         lexicon = json.loads(blobs["lexicon.json"])
-    except ValueError as exc:
+        surface = [(str(word), str(stem)) for word, stem in json.loads(blobs["surface.json"])]
+    except (ValueError, TypeError) as exc:
         raise PackageFormatError(f"package JSON is malformed: {exc}") from exc
     blocks = decode_blocks(blobs["postings.bin"])
     documents, sections, section_doc = _decode_catalog(catalog)
@@ -116,6 +128,11 @@ def load_package(
     ):
         raise PackageFormatError("vectors.bin does not match the sections or the manifest")
     analyzer = Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon)
+    text_index = decode_text_index(blobs[TEXTS_INDEX_NAME])
+    if text_index.sections != len(sections):
+        raise PackageFormatError("texts.bin does not match the catalog's sections")
+    if any(name not in manifest.artifacts for name in text_index.chunk_names()):
+        raise PackageFormatError("manifest lists fewer text chunks than texts.bin")
     return KnowledgePackage(
         manifest=manifest,
         documents=documents,
@@ -124,10 +141,26 @@ def load_package(
         term_ids={term: index for index, term in enumerate(terms)},
         blocks=blocks,
         analyzer=analyzer,
+        texts=SectionTexts(
+            text_index, _chunk_reader(manifest, fetch, fetch_chunk), text_cache_bytes
+        ),
+        surface_words=surface,
         vectors=vectors,
         synonyms=[list(g) for g in catalog.get("synonyms", [])],
         byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
     )
+
+
+def _chunk_reader(
+    manifest: Manifest, fetch: ArtifactFetcher, fetch_chunk: ChunkFetcher | None
+) -> ChunkFetcher:
+    """Reads one text chunk and checks it against the manifest before anyone uses it."""
+
+    async def read(name: str) -> bytes:
+        blob = await fetch_chunk(name) if fetch_chunk is not None else fetch(name)
+        return manifest.verify(name, blob)
+
+    return read
 
 
 def artifact_names(manifest: Manifest, *, with_vectors: bool = True) -> list[str]:
@@ -142,7 +175,7 @@ def _decode_catalog(catalog: dict[str, Any]) -> tuple[list[Document], list[Secti
                 section_id=s["id"],
                 heading=s["heading"],
                 level=s["level"],
-                text=s["text"],
+                text="",  # read lazily: KnowledgePackage.texts
                 line=s["line"],
                 explicit_id=s["explicit"],
                 links=[Link(s["id"], target, label, s["line"]) for target, label in s["links"]],

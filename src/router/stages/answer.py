@@ -33,6 +33,7 @@ __all__ = [
     "extractive_answer",
     "fact_answer",
     "format_value",
+    "pick_fact",
     "supporting_sentence",
 ]
 
@@ -75,10 +76,10 @@ def fact_answer(doc: Document, name: str, value: FactValue, support: str | None)
     return answer
 
 
-def supporting_sentence(section: Section, value: FactValue) -> str | None:
-    """The first sentence of the section that states the fact's value."""
+def supporting_sentence(text: str, value: FactValue) -> str | None:
+    """The first sentence of a section's text that states the fact's value."""
     needle = format_value(value).casefold()
-    for sentence in split_sentences(section.text):
+    for sentence in split_sentences(text):
         if needle in sentence.casefold() and not looks_like_injection(sentence):
             return sentence
     return None
@@ -87,15 +88,16 @@ def supporting_sentence(section: Section, value: FactValue) -> str | None:
 def extractive_answer(
     analyzer: Analyzer,
     query_terms: Sequence[str],
-    ranked: Sequence[tuple[Document, Section, float]],
+    ranked: Sequence[tuple[Document, Section, str, float]],
     max_sentences: int,
 ) -> tuple[str, list[Passage]]:
-    """Quote the sentences of the best sections that share most terms with the question."""
+    """Quote the sentences of the best sections (document, section, its text, score) that share
+    most terms with the question."""
     wanted = set(query_terms)
     passages: list[Passage] = []
     quoted: list[str] = []
-    for doc, section, score in ranked:
-        chosen = _best_sentences(analyzer, wanted, section, max(1, max_sentences - len(quoted)))
+    for doc, section, text, score in ranked:
+        chosen = _best_sentences(analyzer, wanted, text, max(1, max_sentences - len(quoted)))
         if not chosen:
             continue
         text = " ".join(chosen)[:_MAX_PASSAGE_CHARS]
@@ -110,10 +112,8 @@ def extractive_answer(
     return f"Segundo “{lead.doc.title}”{heading}: " + " ".join(quoted), passages
 
 
-def _best_sentences(
-    analyzer: Analyzer, wanted: set[str], section: Section, limit: int
-) -> list[str]:
-    sentences = [s for s in split_sentences(section.text) if not looks_like_injection(s)]
+def _best_sentences(analyzer: Analyzer, wanted: set[str], text: str, limit: int) -> list[str]:
+    sentences = [s for s in split_sentences(text) if not looks_like_injection(s)]
     if not sentences:
         return []
     scored = []
@@ -136,16 +136,21 @@ class Answer:
     fact: FactMatch | None = None
 
 
+def pick_fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
+    """The fact that answers the question directly, if any (never when abstaining)."""
+    return None if state.verdict().abstain else _fact(state, candidates)
+
+
 async def choose_answer(
     state: QueryState,
     candidates: Sequence[Fused],
+    fact: FactMatch | None,
     context: AgentKnowledgeContext,
     generator: Generator | None,
 ) -> Answer:
     """Abstain → decline; a fact → direct answer; else extractive, replaced by the LLM's answer
     when the request asks for one, a generator is configured and its citations check out."""
     abstained = state.verdict().abstain
-    fact = None if abstained else _fact(state, candidates)
     answer = _grounded_answer(state, candidates, fact, abstained)
     if state.request.generate and not abstained and fact is None:
         answer = await _generated(state, context, generator, answer)
@@ -191,7 +196,11 @@ def _grounded_answer(
 def _direct_answer(state: QueryState, fact: FactMatch) -> Answer:
     """The fact, cited to the first section that states its value (else the first section)."""
     doc = state.package.documents[fact.doc_index]
-    stated = [(sec, supporting_sentence(sec, fact.value)) for sec in doc.sections]
+    first = state.package.first_section(fact.doc_index)
+    stated = [
+        (sec, supporting_sentence(state.text(first + offset), fact.value))
+        for offset, sec in enumerate(doc.sections)
+    ]
     section, support = next(((sec, s) for sec, s in stated if s), (doc.sections[0], None))
     citation = Citation(
         doc_id=doc.semantic_id,
@@ -206,7 +215,12 @@ def _direct_answer(state: QueryState, fact: FactMatch) -> Answer:
 def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
     package, config, features = state.package, state.config, state.features
     ranked = [
-        (package.documents[package.section_doc[c.section]], package.sections[c.section], c.final)
+        (
+            package.documents[package.section_doc[c.section]],
+            package.sections[c.section],
+            state.text(c.section),
+            c.final,
+        )
         for c in candidates[: config.answer_sections]
     ]
     text, passages = extractive_answer(

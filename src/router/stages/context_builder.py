@@ -9,7 +9,7 @@ chunk text and the chunk is flagged ``prompt_injection`` so callers can withhold
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from router.contract import (
@@ -46,14 +46,16 @@ def build_context(
     ranked: Sequence[tuple[int, float]],
     confidence: float,
     level: ConfidenceLevel,
+    texts: Mapping[int, str],
 ) -> AgentKnowledgeContext:
-    """Chunks of the ranked sections (best first) and the documents they come from."""
+    """Chunks of the ranked sections (best first, their ``texts``) and the documents they come
+    from."""
     chunks: list[KnowledgeChunk] = []
     references: dict[str, KnowledgeReference] = {}
     for section_index, score in ranked:
         section = package.sections[section_index]
         doc = package.documents[package.section_doc[section_index]]
-        text, flags = _clean(section.text, section.flags)
+        text, flags = _clean(texts.get(section_index, ""), section.flags)
         chunk_id = f"{doc.semantic_id}#{section.section_id.split('#')[-1]}"
         chunks.append(
             KnowledgeChunk(
@@ -115,6 +117,7 @@ def context_for(state: QueryState, shown: Sequence[Fused]) -> AgentKnowledgeCont
         [(f.section, f.final) for f in shown],
         verdict.reported_value,
         verdict.reported_level,
+        state.texts,
     )
     state.trace.stage("context", chunks=len(context.relevant_chunks))
     return context

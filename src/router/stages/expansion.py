@@ -12,16 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from router.analysis.sound import portuguese_sound_key
+from router.analysis.surface import MIN_FUZZY_LENGTH
 from router.analysis.text import fold
 from router.package.reader import KnowledgePackage
 
 __all__ = ["Expansion", "FuzzyVocabulary", "SurfaceVocabulary", "SynonymIndex", "expand_terms"]
-
-MIN_FUZZY_LENGTH = 5  # shorter stems have too many neighbours at one edit
-SURFACE_TEXT_BUDGET = 1_000_000
-"""Characters of text whose words the surface vocabulary indexes: every title, heading, keyword
-and alias, then section bodies in order until the budget is spent. All of SciFact's 7.5 M
-characters took 12 s and 47 MiB to index for a rare repair; the sample knowledge fits whole."""
 
 
 class FuzzyVocabulary:
@@ -55,22 +50,18 @@ class SurfaceVocabulary:
     the stem: "equipamneto" stems to "equipamnet", far from "equip", but is one swap from the
     word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese sound key).
 
-    Built lazily the first time a query needs it.
+    Built lazily the first time a query needs it, from the word/term pairs the build compiled
+    (``router.analysis.surface``).
     """
 
     def __init__(self, package: KnowledgePackage) -> None:
-        analyzer = package.analyzer
         self.term_frequency = {
             term: _document_frequency(package, i) for term, i in package.term_ids.items()
         }
         self.stem_of: dict[str, str] = {}
         self.by_sound: dict[str, set[str]] = {}
-        sounds = analyzer.config.language == "portuguese"
-        texts = _surface_texts(package, SURFACE_TEXT_BUDGET)
-        for word in analyzer.vocabulary_words(texts):
-            stem = analyzer.word_stem(word)
-            if stem is None or stem not in package.term_ids or len(word) < MIN_FUZZY_LENGTH:
-                continue
+        sounds = package.analyzer.config.language == "portuguese"
+        for word, stem in package.surface_words:
             folded = fold(word)
             self.stem_of.setdefault(folded, stem)
             if sounds:  # the key needs the accents (ç is /s/, c before a is /k/)
@@ -149,19 +140,6 @@ def expand_terms(
 def _has_digit(term: str) -> bool:
     """Codes and numbers (NR-22, 2002) are names, not misspellings."""
     return any(ch.isdigit() for ch in term)
-
-
-def _surface_texts(package: KnowledgePackage, budget: int) -> list[str]:
-    """Names of things first (titles, keywords, aliases, headings), then bodies to ``budget``."""
-    texts = [f"{d.title} {' '.join(d.keywords)} {' '.join(d.aliases)}" for d in package.documents]
-    texts += [section.heading for section in package.sections]
-    spent = sum(len(text) for text in texts)
-    for section in package.sections:
-        if spent + len(section.text) > budget:
-            break
-        texts.append(section.text)
-        spent += len(section.text)
-    return texts
 
 
 def _alphabet(words: Iterable[str]) -> str:

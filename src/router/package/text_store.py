@@ -1,0 +1,100 @@
+"""The section texts a query needs, fetched chunk by chunk and kept under a byte budget.
+
+Why lazy (docs/adr/0010, step 1): a query shows a handful of sections, so the isolate holds only
+the text index and the chunks recently quoted, not every text of the knowledge base. The core
+stays sans-I/O: it names the chunks, and ``fetch(name)`` (given by whoever loaded the package:
+R2, a folder, memory) returns their bytes, verified against the manifest before use. Chunks of
+one call are fetched concurrently when an event loop runs, so a cold read is one round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from router.package.texts import TextIndex, chunk_name
+
+__all__ = ["DEFAULT_TEXT_CACHE_BYTES", "ChunkFetcher", "SectionTexts", "TextReads"]
+
+DEFAULT_TEXT_CACHE_BYTES = 4 * 1024 * 1024
+"""Chunk bytes an isolate keeps between queries (about 64 chunks of 64 KiB)."""
+
+ChunkFetcher = Callable[[str], Awaitable[bytes]]
+"""``fetch(name)``: the verified bytes of one chunk file of this package."""
+
+
+@dataclass(frozen=True)
+class TextReads:
+    """What loading some texts cost: chunks read from the store (one round trip when fetched
+    concurrently) and their bytes; chunks served from the isolate's cache cost nothing."""
+
+    sections: int
+    chunks_fetched: int
+    bytes_fetched: int
+    round_trips: int
+
+
+class SectionTexts:
+    """Section index → text, for the sections asked for, through a small LRU of chunks."""
+
+    def __init__(
+        self, index: TextIndex, fetch: ChunkFetcher, budget_bytes: int = DEFAULT_TEXT_CACHE_BYTES
+    ) -> None:
+        self.index = index
+        self._fetch = fetch
+        self._budget = budget_bytes
+        self._chunks: OrderedDict[int, bytes] = OrderedDict()
+        self._held = 0
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._held
+
+    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], TextReads]:
+        """The texts of ``sections`` and what reading them cost."""
+        wanted = sorted(set(sections))
+        chunk_ids = sorted({self.index.chunk_of(s) for s in wanted})
+        missing = [c for c in chunk_ids if c not in self._chunks]
+        fetched = await self._fetch_all(missing)
+        chunks = {c: self._chunks[c] for c in chunk_ids if c in self._chunks}
+        chunks.update(fetched)
+        for chunk, blob in fetched.items():
+            self._remember(chunk, blob)
+        for chunk in chunk_ids:
+            if chunk in self._chunks:
+                self._chunks.move_to_end(chunk)
+        texts = {s: self.index.text(s, chunks[self.index.chunk_of(s)]) for s in wanted}
+        cost = TextReads(
+            sections=len(wanted),
+            chunks_fetched=len(fetched),
+            bytes_fetched=sum(len(b) for b in fetched.values()),
+            round_trips=1 if fetched else 0,
+        )
+        return texts, cost
+
+    async def _fetch_all(self, chunk_ids: list[int]) -> dict[int, bytes]:
+        if not chunk_ids:
+            return {}
+        names = [chunk_name(c) for c in chunk_ids]
+        if _loop_running() and len(names) > 1:
+            blobs = await asyncio.gather(*(self._fetch(name) for name in names))
+        else:  # driven without an event loop (run_sync): the fetches never suspend
+            blobs = [await self._fetch(name) for name in names]
+        return dict(zip(chunk_ids, blobs, strict=True))
+
+    def _remember(self, chunk: int, blob: bytes) -> None:
+        self._chunks[chunk] = blob
+        self._held += len(blob)
+        while self._held > self._budget and len(self._chunks) > 1:
+            _, dropped = self._chunks.popitem(last=False)
+            self._held -= len(dropped)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

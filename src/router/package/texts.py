@@ -1,0 +1,153 @@
+"""Encoder and decoder of the section texts: ``texts.bin`` (the index) and its chunk files.
+
+Why apart from the catalog (index format 3, docs/adr/0010): section texts are most of a package's
+bytes, yet a query quotes only the few sections it shows. Texts are packed in section order into
+chunk files of about ``TEXT_CHUNK_BYTES``; the index says where each section's text starts, so
+a reader fetches (and verifies) just the chunks of the sections it needs. Layout, little-endian:
+
+    texts.bin
+        magic     b"KRTEXT03"                 8 bytes
+        header    uint32 sections N, chunks C  8 bytes
+        first     uint32[C + 1]               first section of each chunk; first[C] = N
+        offsets   uint32[N]                   byte offset of each section's text in its chunk
+    texts-<c>.bin (c = 00000 … C−1)
+        the UTF-8 texts of sections first[c] … first[c+1]−1, concatenated
+
+A section's text ends where the next section of its chunk starts, or at the chunk's end.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from router.errors import PackageFormatError
+
+__all__ = [
+    "TEXTS_INDEX_NAME",
+    "TEXT_CHUNK_BYTES",
+    "TextIndex",
+    "chunk_name",
+    "decode_text_index",
+    "encode_texts",
+    "is_text_chunk",
+]
+
+TEXTS_INDEX_NAME = "texts.bin"
+TEXT_CHUNK_BYTES = 64 * 1024
+"""Target size of one chunk file: a quoted section costs one fetch of at most about this much."""
+
+_MAGIC = b"KRTEXT03"
+_HEADER = struct.Struct("<8sII")
+_CHUNK_PREFIX = "texts-"
+_CHUNK_SUFFIX = ".bin"
+
+
+def chunk_name(chunk: int) -> str:
+    """The file name of chunk number ``chunk``."""
+    return f"{_CHUNK_PREFIX}{chunk:05d}{_CHUNK_SUFFIX}"
+
+
+def is_text_chunk(name: str) -> bool:
+    """True for a chunk file (read lazily, never with the rest of the package)."""
+    return name.startswith(_CHUNK_PREFIX) and name.endswith(_CHUNK_SUFFIX)
+
+
+@dataclass(frozen=True)
+class TextIndex:
+    """Where each section's text is: its chunk and its byte offset there."""
+
+    first: Sequence[int]  # C + 1 entries
+    offsets: Sequence[int]  # N entries
+
+    @property
+    def sections(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def chunks(self) -> int:
+        return len(self.first) - 1
+
+    def chunk_names(self) -> list[str]:
+        return [chunk_name(c) for c in range(self.chunks)]
+
+    def chunk_of(self, section: int) -> int:
+        if not 0 <= section < self.sections:
+            raise IndexError(f"section {section} is not in this package")
+        return bisect_right(self.first, section) - 1
+
+    def text(self, section: int, chunk: bytes) -> str:
+        """The text of ``section``, cut from the bytes of its chunk."""
+        start = self.offsets[section]
+        following = section + 1
+        same_chunk = following < self.first[self.chunk_of(section) + 1]
+        end = self.offsets[following] if same_chunk else len(chunk)
+        return chunk[start:end].decode("utf-8")
+
+
+def encode_texts(texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES) -> dict[str, bytes]:
+    """``texts.bin`` and the chunk files for the section texts, in section order."""
+    first: list[int] = [0]
+    offsets: list[int] = []
+    chunks: list[bytes] = []
+    current: list[bytes] = []
+    size = 0
+    for index, text in enumerate(texts):
+        if current and size >= chunk_bytes:
+            chunks.append(b"".join(current))
+            first.append(index)
+            current, size = [], 0
+        encoded = text.encode("utf-8")
+        offsets.append(size)
+        current.append(encoded)
+        size += len(encoded)
+    if current or not chunks:
+        chunks.append(b"".join(current))
+    first.append(len(texts))
+    index_blob = (
+        _HEADER.pack(_MAGIC, len(texts), len(chunks))
+        + _uint32(first).tobytes()
+        + _uint32(offsets).tobytes()
+    )
+    files = {TEXTS_INDEX_NAME: index_blob}
+    files.update({chunk_name(c): blob for c, blob in enumerate(chunks)})
+    return files
+
+
+def decode_text_index(blob: bytes) -> TextIndex:
+    """The index of ``texts.bin``; a wrong magic or length refuses the package."""
+    if len(blob) < _HEADER.size:
+        raise PackageFormatError("texts.bin is truncated")
+    magic, sections, chunks = _HEADER.unpack_from(blob)
+    if magic != _MAGIC:
+        raise PackageFormatError(f"texts.bin has magic {magic!r}, expected {_MAGIC!r}")
+    expected = _HEADER.size + 4 * (chunks + 1) + 4 * sections
+    if len(blob) != expected:
+        raise PackageFormatError(f"texts.bin is {len(blob)} bytes, expected {expected}")
+    view = memoryview(blob)[_HEADER.size :]
+    first = _cast(view[: 4 * (chunks + 1)])
+    offsets = _cast(view[4 * (chunks + 1) :])
+    if first[0] != 0 or first[chunks] != sections or list(first) != sorted(first):
+        raise PackageFormatError("texts.bin has an inconsistent chunk table")
+    return TextIndex(first, offsets)
+
+
+def _uint32(values: Sequence[int]) -> array[int]:
+    encoded = array("I", values)
+    if encoded.itemsize != 4:  # pragma: no cover - every supported platform has 4-byte "I"
+        encoded = array("L", values)
+    if sys.byteorder != "little":  # pragma: no cover
+        encoded.byteswap()
+    return encoded
+
+
+def _cast(view: memoryview) -> Sequence[int]:
+    if sys.byteorder != "little":  # pragma: no cover
+        swapped = array("I", view.tobytes())
+        swapped.byteswap()
+        return swapped
+    return view.cast("I")

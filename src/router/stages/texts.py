@@ -1,0 +1,59 @@
+"""Stage — reading the texts of the sections a response quotes, and only those (ADR 0010).
+
+Why a stage: in format 3 section texts are not resident; after ranking, the cascade knows which
+sections it will show, quote in the answer and cite for a fact, and reads just their chunks.
+A failed read (store outage, a chunk that fails its hash) degrades the response — ranked
+results without quotes — and never fails the query.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from router.errors import RouterError
+
+if TYPE_CHECKING:
+    from router.stages.facts import FactMatch
+    from router.stages.fusion import Fused
+    from router.state import QueryState
+
+__all__ = ["load_texts", "quoted_sections"]
+
+log = logging.getLogger(__name__)
+
+
+def quoted_sections(
+    state: QueryState, shown: Sequence[Fused], fused: Sequence[Fused], fact: FactMatch | None
+) -> list[int]:
+    """Sections whose text the response may use: the shown ones, those an extractive answer
+    quotes, and every section of the fact's document (one of them states the value)."""
+    sections = [f.section for f in shown]
+    sections += [f.section for f in fused[: state.config.answer_sections]]
+    if fact is not None:
+        first = state.package.first_section(fact.doc_index)
+        count = len(state.package.documents[fact.doc_index].sections)
+        sections += range(first, first + count)
+    return sorted(set(sections))
+
+
+async def load_texts(state: QueryState, sections: list[int]) -> dict[int, str]:
+    """The texts of ``sections``; traced as ``texts`` with what the read cost."""
+    if not sections:
+        state.trace.skip("texts", "nothing to quote")
+        return {}
+    try:
+        texts, cost = await state.package.texts.load(sections)
+    except RouterError as exc:
+        log.error("section texts of %s unreadable: %s", state.package.version, exc.message)
+        state.trace.stage("texts", sections=len(sections), error=exc.code)
+        return {}
+    state.trace.stage(
+        "texts",
+        sections=cost.sections,
+        chunks_fetched=cost.chunks_fetched,
+        bytes_fetched=cost.bytes_fetched,
+        round_trips=cost.round_trips,
+    )
+    return texts

@@ -1,0 +1,104 @@
+"""Section texts stay out of the resident set: chunked, fetched for what is quoted, checked."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from router.compile.build import BuildResult
+from router.contract import QueryRequest
+from router.errors import IntegrityError, PackageFormatError
+from router.knowledge.parser import strip_wikilinks
+from router.package.reader import load_package
+from router.package.text_store import SectionTexts
+from router.package.texts import TEXTS_INDEX_NAME, chunk_name, decode_text_index, encode_texts
+from router.pipeline import CascadeServices, run_cascade, run_query
+from router.sync import run_sync
+from tests.common import TODAY
+
+TEXTS = ["Primeira seção.", "", "ação com acentos — ç", "x" * 50, "última"]
+
+
+def test_texts_round_trip_across_chunks() -> None:
+    files = encode_texts(TEXTS, chunk_bytes=20)
+    index = decode_text_index(files[TEXTS_INDEX_NAME])
+    assert index.chunks == len(files) - 1 > 1
+    for section, text in enumerate(TEXTS):
+        assert index.text(section, files[chunk_name(index.chunk_of(section))]) == text
+
+
+def test_a_malformed_text_index_is_refused() -> None:
+    blob = encode_texts(TEXTS)[TEXTS_INDEX_NAME]
+    for broken in (blob[:10], b"KRTEXT99" + blob[8:], blob + b"\0"):
+        with pytest.raises(PackageFormatError):
+            decode_text_index(broken)
+
+
+def test_only_the_chunks_of_the_asked_sections_are_fetched_and_cached() -> None:
+    files = encode_texts(TEXTS, chunk_bytes=20)
+    fetched: list[str] = []
+
+    async def fetch(name: str) -> bytes:
+        fetched.append(name)
+        return files[name]
+
+    texts = SectionTexts(decode_text_index(files[TEXTS_INDEX_NAME]), fetch, budget_bytes=10_000)
+    got, cost = run_sync(texts.load([4, 0]))
+    assert got == {0: TEXTS[0], 4: TEXTS[4]}
+    assert cost.chunks_fetched == len(fetched) == 2 and cost.round_trips == 1
+    again, cost = run_sync(texts.load([0]))
+    assert again == {0: TEXTS[0]} and cost.chunks_fetched == 0 and len(fetched) == 2
+
+
+def test_the_chunk_cache_stays_under_its_byte_budget() -> None:
+    files = encode_texts([f"texto {i} " * 20 for i in range(40)], chunk_bytes=100)
+
+    async def fetch(name: str) -> bytes:
+        return files[name]
+
+    texts = SectionTexts(decode_text_index(files[TEXTS_INDEX_NAME]), fetch, budget_bytes=500)
+    for section in range(40):
+        run_sync(texts.load([section]))
+        assert texts.cached_bytes <= 500 + 200  # at most one chunk over while it is in use
+
+
+def test_the_package_keeps_no_section_text_resident(built: BuildResult) -> None:
+    files = built.package.files()
+    package = load_package(files["manifest.json"], files.__getitem__)
+    assert all(section.text == "" for section in package.sections)
+    assert package.texts.cached_bytes == 0
+    expected = [strip_wikilinks(s.text) for d in built.corpus.documents for s in d.sections]
+    got, _ = run_sync(package.texts.load(range(len(package.sections))))
+    assert [got[i] for i in range(len(package.sections))] == expected
+
+
+def test_a_query_reads_only_the_chunks_it_quotes(built: BuildResult) -> None:
+    files = built.package.files()
+    fetched: list[str] = []
+
+    async def fetch_chunk(name: str) -> bytes:
+        fetched.append(name)
+        return files[name]
+
+    package = load_package(files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk)
+    response = run_query(package, QueryRequest(query="O que é APR?"), today=TODAY)
+    chunks = [name for name in files if name.startswith("texts-")]
+    assert response.answer and response.context and response.context.relevant_chunks[0].text
+    assert 0 < len(fetched) < len(chunks)
+    assert response.trace["stages"]["texts"]["chunks_fetched"] == len(fetched)
+
+
+def test_a_corrupt_chunk_degrades_the_answer_and_never_fails_the_query(built: BuildResult) -> None:
+    files = dict(built.package.files())
+    for name in [n for n in files if n.startswith("texts-")]:
+        files[name] = files[name][:-1] + b"?"
+    package = load_package(files["manifest.json"], files.__getitem__)
+    with pytest.raises(IntegrityError):
+        run_sync(package.texts.load([0]))
+    response = asyncio.run(
+        run_cascade(package, QueryRequest(query="O que é APR?"), None, CascadeServices(), TODAY)
+    )
+    assert response.results[0].doc_id == "apr"  # the ranking still stands
+    assert response.trace["stages"]["texts"]["error"] == "package_integrity"
+    assert response.context and all(c.text == "" for c in response.context.relevant_chunks)
