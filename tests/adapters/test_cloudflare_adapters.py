@@ -51,9 +51,7 @@ from router.adapters.local.state import (
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.api.app import create_app
 from router.compile.build import BuildResult, build_knowledge
-from router.compile.corpus import load_knowledge
-from router.compile.embedding import embed_sections
-from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
+from router.compile.indexer import CompiledPackage
 from router.config import RetrievalBudget, RouterConfig
 from router.contract import QueryRequest
 from router.errors import (
@@ -94,7 +92,7 @@ from tests.adapters.cloudflare_fakes import (
     JsError,
     fake_env,
 )
-from tests.common import KNOWLEDGE, ROOT, TODAY, write_doc
+from tests.common import ROOT, TODAY, write_doc
 
 APR = "O que é APR?"
 LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak: reaches the vector fallback
@@ -780,23 +778,13 @@ def test_vector_stage_is_chosen_by_the_manifest_model() -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def hashed(tmp_path_factory: pytest.TempPathFactory) -> CompiledPackage:
-    """The sample knowledge with hash-trigram section vectors (vector cache in a temp dir)."""
-    corpus = load_knowledge(KNOWLEDGE)
-    embeddings = embed_sections(
-        corpus.documents, HashEmbedder(), cache_root=tmp_path_factory.mktemp("vcache")
-    )
-    return compile_documents(corpus.documents, BuildConfig(), corpus.synonyms, {}, embeddings)
-
-
 def test_worker_vector_fallback_queries_vectorize_with_the_packages_model(
-    hashed: CompiledPackage,
+    compiled: CompiledPackage,
 ) -> None:
     worker_env = cloudflare_env(dimensions=256)
     cf = bindings(worker_env)
     assert cf.blobs and cf.kv
-    files = hashed.files()
+    files = compiled.files()
     run(publish_package(files, cf.blobs, cf.kv))
     patient = RouterConfig(budget=RetrievalBudget(max_latency_ms=60_000))  # a busy CI machine
     service = worker_service(worker_env, config=patient)
