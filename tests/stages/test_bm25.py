@@ -45,6 +45,13 @@ KS = (10, DEFAULT_BM25_CANDIDATES)  # the benchmark's k and the cascade's
 REL = 1e-9  # sums in reading order vs query order: the last bits at most (they are equal here)
 
 
+@pytest.fixture(autouse=True)
+def always_prune(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small queries are scored exhaustively in production; here every query goes through the
+    pruning, so that the small corpora test it too."""
+    monkeypatch.setattr(bm25, "SMALL_QUERY_POSTINGS", 0)
+
+
 def exhaustive(
     blocks: Mapping[str, Postings],
     ids: Sequence[int],
@@ -147,6 +154,16 @@ def test_pruning_reads_fewer_postings_than_exhaustive_scoring() -> None:
     warm = weighted_top_k(blocks, query, weights, 3, bounds=bounds)
     assert cold.ranked == warm.ranked == exhaustive(blocks, query, weights, 3, None)
     assert warm.postings < 40 < len(ids) < cold.postings  # building the bytes is counted too
+
+
+def test_small_queries_are_scored_exhaustively(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25, "SMALL_QUERY_POSTINGS", 10**6)
+    blocks = synthetic_blocks()
+    weights = {"a": 1.0, "b": 2.5}
+    ids = [3, 3, 9, 17]
+    total = sum(blocks[b].indptr[t + 1] - blocks[b].indptr[t] for b in weights for t in set(ids))
+    ranking = weighted_top_k(blocks, ids, weights, 10, bounds=ScoreBounds())
+    assert ranking == Ranking(exhaustive(blocks, ids, weights, 10, None), False, total)
 
 
 def test_no_terms_or_no_k_give_an_empty_ranking() -> None:
