@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): query throughput of the compiled pure-Python scorer vs bm25s vs rank_bm25
-on SciFact, side by side in one run; index build time per 1,000 documents and package bytes per
-million postings on every collection in ../shared/data; p50/p95 latency of the cascade stages on
-the sample knowledge. Prints ratios; machines are noisy, so compare within one run only.
+"""Benchmark (not a test): query throughput of the compiled pure-Python scorers (the pruned one the
+Worker serves, and exhaustive scoring, the former path) vs bm25s vs rank_bm25 on SciFact, side by
+side in one run (interleaved rounds, ratios printed); index build time per 1,000 documents and
+package bytes per million postings on every collection in ../shared/data; p50/p95 latency of the
+cascade stages on the sample knowledge. Prints ratios; machines are noisy, so compare within one
+run only.
 
 usage: python bench/bm25_throughput.py [--data ../shared/data] [--repeat 3]
 """
@@ -10,9 +12,11 @@ usage: python bench/bm25_throughput.py [--data ../shared/data] [--repeat 3]
 from __future__ import annotations
 
 import argparse
+import heapq
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from router.analysis.analyzer import AnalyzerConfig
@@ -23,7 +27,15 @@ from router.compile.indexer import BuildConfig, compile_documents
 from router.contract import QueryRequest
 from router.package.reader import load_package
 from router.pipeline import run_query
-from router.stages.bm25 import bm25_top_k, term_ids
+from router.stages.bm25 import (
+    LONG_LIST_FRACTION,
+    ScoreBounds,
+    max_impact,
+    term_ids,
+    top_k,
+    weighted_scores,
+    weighted_top_k,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
@@ -83,10 +95,17 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     print(f"  package {size / 1e6:.1f} MB, {compiled.manifest.counts['postings']} postings")
 
     body = package.blocks["body"]
+    blocks, weights = {"body": body}, {"body": 1.0}
+    queries_ids = [term_ids(tokens, package.term_ids) for tokens in tokenized]
+    warm = ScoreBounds()  # the served path keeps one per package (derived at first use)
 
-    def ours() -> None:
-        for tokens in tokenized:
-            bm25_top_k(body, term_ids(tokens, package.term_ids), K)
+    def pruned(k: int, bounds: ScoreBounds = warm) -> None:
+        for ids in queries_ids:
+            weighted_top_k(blocks, ids, weights, k, bounds=bounds)
+
+    def exhaustive(k: int) -> None:
+        for ids in queries_ids:
+            top_k(weighted_scores(blocks, ids, weights), k)
 
     import bm25s
     import numpy as np
@@ -99,10 +118,10 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     reference.index(corpus_tokens, show_progress=False)
     known = [[t for t in tokens if t in reference.vocab_dict] or [""] for tokens in tokenized]
 
-    def numpy_bm25s() -> None:
+    def numpy_bm25s(k: int) -> None:
         for tokens in known:
             scores = reference.get_scores(tokens)
-            top = np.argpartition(-scores, K)[:K]
+            top = np.argpartition(-scores, k)[:k]
             top[np.argsort(-scores[top])]
 
     from rank_bm25 import BM25Okapi
@@ -110,30 +129,96 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     okapi = BM25Okapi(corpus_tokens, k1=1.5, b=0.75)
     sample = tokenized[:60]  # rank_bm25 is slow: a sample, rate scaled
 
-    def rank_bm25() -> None:
+    def rank_bm25(k: int) -> None:
         for tokens in sample:
             scores = okapi.get_scores(tokens)
-            np.argsort(-scores)[:K]
+            np.argsort(-scores)[:k]
 
-    def best(fn, n) -> float:  # type: ignore[no-untyped-def]
-        times = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return n / min(times)
+    # the first pass of the pruned scorer over a fresh memo: per-section bounds get built
+    started = time.perf_counter()
+    pruned(K, ScoreBounds())
+    cold = len(queries_ids) / (time.perf_counter() - started)
 
-    print("top-10 retrieval, pre-tokenized queries, one thread (best of runs):")
-    rates = {
-        "compiled pure-Python scorer (ours)": best(ours, len(tokenized)),
-        "bm25s (numpy)": best(numpy_bm25s, len(known)),
-        "rank_bm25 (BM25Okapi)": best(rank_bm25, len(sample)),
+    scorers = {
+        "pruned pure-Python scorer (ours, new)": (pruned, len(queries_ids)),
+        "exhaustive pure-Python scorer (ours, old)": (exhaustive, len(queries_ids)),
+        "bm25s (numpy)": (numpy_bm25s, len(known)),
+        "rank_bm25 (BM25Okapi, 60-query sample)": (rank_bm25, len(sample)),
     }
-    for label, rate in rates.items():
-        print(f"  {label:<38} {rate:>9.0f} q/s")
-    mine = rates["compiled pure-Python scorer (ours)"]
-    print(f"  ratio ours / bm25s      = {mine / rates['bm25s (numpy)']:.2f}")
-    print(f"  ratio ours / rank_bm25  = {mine / rates['rank_bm25 (BM25Okapi)']:.1f}")
+    for k in (K, 50):
+        rates = _interleaved(scorers, k, repeat, skip=() if k == K else ("rank_bm25",))
+        print(
+            f"top-{k} retrieval, pre-tokenized queries, one thread (best of {repeat}, interleaved):"
+        )
+        base = rates["bm25s (numpy)"]
+        for label, rate in rates.items():
+            print(f"  {label:<42} {rate:>9.0f} q/s   × bm25s {rate / base:5.2f}")
+        new, old = (
+            rates["pruned pure-Python scorer (ours, new)"],
+            rates["exhaustive pure-Python scorer (ours, old)"],
+        )
+        print(f"  ratio new / bm25s = {new / base:.2f}   new / old = {new / old:.2f}", end="")
+        if "rank_bm25 (BM25Okapi, 60-query sample)" in rates:
+            print(
+                f"   new / rank_bm25 = {new / rates['rank_bm25 (BM25Okapi, 60-query sample)']:.1f}"
+            )
+        else:
+            print()
+    print(f"  pruned, first pass with a fresh memo (bounds built): {cold:.0f} q/s at top-{K}")
+    _pruning_figures(body, queries_ids, warm)
+
+
+def _interleaved(scorers, k, repeat, skip=()):  # type: ignore[no-untyped-def]
+    """q/s of each scorer, best of ``repeat`` rounds that run every scorer once, in turn."""
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for label, (fn, n) in scorers.items():
+            if any(label.startswith(s) for s in skip):
+                continue
+            started = time.perf_counter()
+            fn(k)
+            best[label] = max(best.get(label, 0.0), n / (time.perf_counter() - started))
+    return best
+
+
+def _pruning_figures(body, queries_ids, bounds) -> None:  # type: ignore[no-untyped-def]
+    """Postings read a query: pruned, exhaustive, and an oracle MaxScore that knows the final k-th
+    score in advance (the fewest postings a reading by decreasing list bound can get away with,
+    whatever the layout of the lists); and what storing the per-section bounds of long lists at
+    build time (a format change: no cold first pass) would take."""
+    for k in (K, 50):
+        read = total = oracle = 0
+        for ids in queries_ids:
+            read += weighted_top_k({"body": body}, ids, {"body": 1.0}, k, bounds=bounds).postings
+            sizes = {t: body.indptr[t + 1] - body.indptr[t] for t in set(ids)}
+            total += sum(sizes.values())
+            scores = weighted_scores({"body": body}, ids, {"body": 1.0})
+            best = heapq.nlargest(k, scores.values())
+            theta = best[-1] if len(best) == k else 0.0
+            counts = Counter(ids)
+            lists = sorted(
+                (max_impact(body, t, bounds.maxima) * c, sizes[t]) for t, c in counts.items()
+            )
+            left = 0.0
+            for ub, size in lists:  # lowest bounds first: those can stay unread while under theta
+                if left + ub >= theta:
+                    break
+                left += ub
+                oracle += size
+        n = len(queries_ids)
+        print(
+            f"  top-{k}: postings read a query {read / n:.0f} pruned vs {total / n:.0f} exhaustive"
+            f" (an oracle knowing the final k-th score: {(total - oracle) / n:.0f})"
+        )
+    sections = body.num_sections
+    floor = max(1, sections // LONG_LIST_FRACTION)
+    long_lists = sum(
+        1 for t in range(body.num_terms) if body.indptr[t + 1] - body.indptr[t] >= floor
+    )
+    print(
+        f"  build-time per-section bounds for every long list (>= {floor} postings): "
+        f"{long_lists} lists x {sections} B = {long_lists * sections / 1e6:.1f} MB"
+    )
 
 
 def stage_latency(repeat: int) -> None:

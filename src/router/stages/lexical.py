@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from router.stages.bm25 import term_ids, top_k, weighted_scores
+from router.stages.bm25 import ScoreBounds, term_ids, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import KeywordIndex, keyword_matches
 from router.trace import TRACE_TOP_N
 
 if TYPE_CHECKING:
+    from router.package.reader import KnowledgePackage
     from router.state import QueryState, Ranked
 
 __all__ = ["Lexical", "lexical_search"]
@@ -42,16 +43,25 @@ def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") 
     )
     weights = state.block_weights
     ids = term_ids(terms, package.term_ids)
-    ranked = (
-        top_k(weighted_scores(package.blocks, ids, weights), config.bm25_candidates, allowed)
-        if ids
-        else []
+    bounds: ScoreBounds = package.derive("bm25_bounds", _score_bounds)
+    ranking = weighted_top_k(
+        package.blocks, ids, weights, config.bm25_candidates, allowed, bounds=bounds
     )
+    ranked = ranking.ranked
     confidence = lexical_confidence(package, terms, ranked, weights, config)
-    state.trace.stage(
-        "bm25" + stage_suffix,
-        query_terms=len(ids),
-        fields=sorted(weights),
-        candidates=[[package.sections[s].section_id, round(v, 4)] for s, v in ranked[:TRACE_TOP_N]],
-    )
+    details = {
+        "query_terms": len(ids),
+        "fields": sorted(weights),
+        "candidates": [
+            [package.sections[s].section_id, round(v, 4)] for s, v in ranked[:TRACE_TOP_N]
+        ],
+    }
+    if ranking.truncated:  # the postings budget cut the scoring short
+        details["truncated"] = True
+    state.trace.stage("bm25" + stage_suffix, **details)
     return Lexical(list(terms), keyword, ranked, confidence)
+
+
+def _score_bounds(package: KnowledgePackage) -> ScoreBounds:
+    """The BM25 scorer's memo for this package (shares the maxima the confidence stage uses)."""
+    return ScoreBounds(package.impact_bounds)
