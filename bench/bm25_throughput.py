@@ -27,15 +27,8 @@ from router.compile.indexer import BuildConfig, compile_documents
 from router.contract import QueryRequest
 from router.package.reader import load_package
 from router.pipeline import run_query
-from router.stages.bm25 import (
-    LONG_LIST_FRACTION,
-    ScoreBounds,
-    max_impact,
-    term_ids,
-    top_k,
-    weighted_scores,
-    weighted_top_k,
-)
+from router.stages.bm25 import max_impact, term_ids, top_k, weighted_scores
+from router.stages.bm25_pruning import LONG_LIST_FRACTION, ScoreBounds, weighted_top_k
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10

@@ -30,7 +30,8 @@ from router.knowledge.model import Document
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.postings import Postings
 from router.package.reader import KnowledgePackage, load_package
-from router.stages.bm25 import block_weights, bm25_top_k, term_ids, weighted_scores
+from router.stages.bm25 import block_weights, term_ids, weighted_scores
+from router.stages.bm25_pruning import bm25_top_k
 from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, write_doc
 
 SCIFACT = SHARED_DATA / "scifact"

@@ -27,16 +27,9 @@ from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.postings import Postings, decode_postings, encode_postings
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
-from router.stages import bm25
-from router.stages.bm25 import (
-    Ranking,
-    ScoreBounds,
-    block_weights,
-    term_ids,
-    top_k,
-    weighted_scores,
-    weighted_top_k,
-)
+from router.stages import bm25_pruning
+from router.stages.bm25 import block_weights, term_ids, top_k, weighted_scores
+from router.stages.bm25_pruning import Ranking, ScoreBounds, weighted_top_k
 from router.stages.filters import Visibility, visible_sections
 from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, SHARED_DATA, TODAY
 
@@ -49,7 +42,7 @@ REL = 1e-9  # sums in reading order vs query order: the last bits at most (they 
 def always_prune(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small queries are scored exhaustively in production; here every query goes through the
     pruning, so that the small corpora test it too."""
-    monkeypatch.setattr(bm25, "SMALL_QUERY_POSTINGS", 0)
+    monkeypatch.setattr(bm25_pruning, "SMALL_QUERY_POSTINGS", 0)
 
 
 def exhaustive(
@@ -157,7 +150,7 @@ def test_pruning_reads_fewer_postings_than_exhaustive_scoring() -> None:
 
 
 def test_small_queries_are_scored_exhaustively(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bm25, "SMALL_QUERY_POSTINGS", 10**6)
+    monkeypatch.setattr(bm25_pruning, "SMALL_QUERY_POSTINGS", 10**6)
     blocks = synthetic_blocks()
     weights = {"a": 1.0, "b": 2.5}
     ids = [3, 3, 9, 17]
@@ -205,7 +198,7 @@ def test_the_bm25_trace_reports_truncation_only_when_it_happens(
     request = QueryRequest(query="como renovar uma permissão de trabalho vencida")
     stage = run_query(package, request, today=TODAY).trace["stages"]["bm25"]
     assert set(stage) == {"ms", "query_terms", "fields", "candidates"}
-    monkeypatch.setattr(bm25, "DEFAULT_MAX_POSTINGS", 3)
+    monkeypatch.setattr(bm25_pruning, "DEFAULT_MAX_POSTINGS", 3)
     stage = run_query(package, request, today=TODAY).trace["stages"]["bm25"]
     assert stage["truncated"] is True
     assert len(stage["candidates"]) <= 3

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from router.stages.bm25 import ScoreBounds, term_ids, weighted_top_k
+from router.stages.bm25 import term_ids
+from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import KeywordIndex, keyword_matches
 from router.trace import TRACE_TOP_N

@@ -1,0 +1,386 @@
+"""Stage — BM25 top-k by exact dynamic pruning within a postings budget (the served path; ADR 0011).
+
+How ``weighted_top_k`` (the served path) finds the top k without scoring every section — exact
+dynamic pruning, MaxScore (Turtle & Flood 1995) in term-at-a-time form:
+
+1. the posting lists (one per query term and weighted block) are read in decreasing order of their
+   upper bound (largest impact × weight, memoised); after each, if the bounds of the lists left sum
+   to less than the k-th best partial score θ, no section absent from the lists read can reach the
+   top k, so reading stops;
+2. the sections whose partial score already reaches θ are completed first (their impacts in the
+   lists left, found by binary search on the ascending section ids), which lifts θ to nearly its
+   final value; every other section whose partial score plus the bounds left reaches θ is checked
+   against a tighter bound (a byte per section holding the impact quantised upwards, memoised for
+   long lists) and completed only if it still can reach θ;
+3. the k best complete scores are returned, ties in today's order (the query list that first
+   matched, then the section id), so the result equals ``top_k(weighted_scores(...))``.
+
+A section's score is its impacts summed in the order of step 1 (decreasing list bound), not in
+query order as ``weighted_scores`` does. With the default BM25F block (float32 impacts × integer
+counts) and dyadic field weights the sums are exact in float64, so the two are bit-identical (all
+of SciFact and the golden set); with other weights they may differ in the last bits (tests allow
+1e-9, same ids in the same order). Reading on instead of completing is chosen by cost
+(``LOOKUP_COST``), and queries of at most ``SMALL_QUERY_POSTINGS`` postings are scored
+exhaustively; neither changes the result. A postings budget (``DEFAULT_MAX_POSTINGS``) bounds one
+query's work; when it cuts the scoring short the ranking says so (``Ranking.truncated``).
+
+Measured (bench/bm25_throughput.py, SciFact's 300 test queries, ~4,460 postings a query; table in
+bench/README.md): accumulating costs ~50 ns a posting in CPython 3.11 with the plain loop below;
+the builtin-only forms (``dict.update(zip(sec, map(add, map(acc.get, ...))))``, ``deque(map(
+setitem, ...))``) measured 20–30 % slower, so the loop stays. Pruning reads ~1,000 postings a
+query and checks ~600 candidate sections: 1.8–2.1× the exhaustive scorer at k=10, 1.1–1.3× at
+k=50, ~0.16× bm25s (numpy) at k=10. The per-section bytes are what make it pay: with a binary
+search per candidate and list (~240 ns) instead, k=50 was slower than plain accumulation, as an
+earlier MaxScore attempt with binary-search refinement found. Even an oracle knowing the final
+k-th score must accumulate ~810 postings (k=10), ~40 µs — about what bm25s takes for the whole
+query — so 0.5× bm25s is out of reach of an exact pure-Python scorer on these queries.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import countOf, itemgetter, le
+
+from router.package.postings import Postings
+from router.stages.bm25 import accumulate, max_impact, top_k, weighted_scores
+
+__all__ = [
+    "DEFAULT_BOUND_CACHE_BYTES",
+    "DEFAULT_MAX_POSTINGS",
+    "Ranking",
+    "ScoreBounds",
+    "bm25_top_k",
+    "weighted_top_k",
+]
+
+DEFAULT_MAX_POSTINGS = 250_000
+"""Postings one query may read (accumulated, or looked up to complete a candidate) before the
+scorer stops and marks its ranking truncated: ~15 ms at ~55 ns a posting in CPython, about twice
+that in Pyodide. SciFact's longest query reads 13,204 postings exhaustively."""
+
+DEFAULT_BOUND_CACHE_BYTES = 8 * 1024 * 1024
+"""Memory the per-section bounds of long posting lists may hold per package (a byte a section
+per list); the oldest are dropped first."""
+
+LONG_LIST_FRACTION = 32
+"""A posting list is long — worth a byte per section of bounds — when it holds at least 1/32 of
+the block's sections."""
+
+SMALL_QUERY_POSTINGS = 1024
+"""Up to this many postings a query is scored exhaustively: pruning's fixed costs (sorting the
+lists, θ, the candidate passes) exceed what it saves (measured on the sample knowledge's golden
+queries: 16 µs exhaustive vs 26 µs pruned a query at k=10)."""
+
+LOOKUP_COST = 4
+"""A binary search for one section in a list costs about four accumulated postings (~240 ns vs
+~55 ns in CPython 3.11): what completing a candidate is weighed with against reading on."""
+
+_SLACK = 1e-9
+"""Relative margin for float rounding: only what is below a threshold by more is pruned."""
+_STEP_MARGIN = 1.0 + 1e-7
+"""Widening of a quantised bound, so that rounding never lets a bound fall below its impact."""
+_LEVELS = 254.0  # quantised impacts are 1..255, 0 meaning "absent"
+
+_UB = itemgetter(0)
+_SCORE = itemgetter(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The k best (section, score) pairs of one query, best first.
+
+    ``truncated``: the postings budget stopped the scoring early; sections that only the postings
+    left unread would have surfaced may be missing, but every score returned is complete.
+    ``postings``: postings read (accumulated, or looked up to complete a candidate).
+    """
+
+    ranked: list[tuple[int, float]]
+    truncated: bool = False
+    postings: int = 0
+
+
+@dataclass
+class ScoreBounds:
+    """Upper bounds the pruning needs, memoised per package: each list's largest impact, and for
+    long lists one byte per section — the impact quantised upwards, 0 where the term is absent."""
+
+    maxima: dict[tuple[int, int], float] = field(default_factory=dict)
+    max_bytes: int = DEFAULT_BOUND_CACHE_BYTES
+    _sections: dict[tuple[int, int], bytes] = field(default_factory=dict, init=False, repr=False)
+    _bytes: int = field(default=0, init=False, repr=False)
+
+    def maximum(self, postings: Postings, term: int) -> float:
+        return max_impact(postings, term, self.maxima)
+
+    def cached_sections(self, postings: Postings, term: int) -> bytes | None:
+        """The per-section bytes of a list, if they were built before."""
+        return self._sections.get((id(postings), term))
+
+    def build_sections(self, postings: Postings, term: int, start: int, end: int) -> bytes | None:
+        """Build (and keep) the per-section bytes of a long list; None when they do not fit."""
+        size = postings.num_sections
+        if end - start < max(1, size // LONG_LIST_FRACTION) or size > self.max_bytes:
+            return None
+        while self._bytes + size > self.max_bytes:
+            self._bytes -= len(self._sections.pop(next(iter(self._sections))))
+        levels = bytearray(size)
+        scale = _LEVELS / self.maximum(postings, term)
+        sections = postings.section_ids[start:end].tolist()  # type: ignore[attr-defined]
+        for section, impact in zip(sections, postings.scores[start:end].tolist(), strict=True):  # type: ignore[attr-defined]
+            levels[section] = int(impact * scale) + 1
+        found = self._sections[(id(postings), term)] = bytes(levels)
+        self._bytes += size
+        return found
+
+
+# One posting list of a query: (upper bound, query-order rank, block, term, start, end, weight).
+_List = tuple[float, int, Postings, int, int, int, float]
+# A list left after the reading, as the completion reads it: (per-section bytes or None, step,
+# section ids, impacts, start, end, weight); step × a section's byte bounds its weighted impact.
+_Tail = tuple[bytes | None, float, Sequence[int], Sequence[float], int, int, float]
+
+
+def bm25_top_k(
+    postings: Postings, ids: Sequence[int], k: int, allowed: Collection[int] | None = None
+) -> list[tuple[int, float]]:
+    """Exact top-k (section, score) pairs of one block, best first, among the allowed sections."""
+    return weighted_top_k({"": postings}, ids, {"": 1.0}, k, allowed).ranked
+
+
+def weighted_top_k(
+    blocks: Mapping[str, Postings],
+    ids: Sequence[int],
+    weights: Mapping[str, float],
+    k: int,
+    allowed: Collection[int] | None = None,
+    *,
+    bounds: ScoreBounds | None = None,
+    max_postings: int | None = None,
+) -> Ranking:
+    """The k best sections by ``weighted_scores`` among the allowed ones, without scoring them all
+    (module docstring); ``bounds`` is the package's memo (a throwaway one without it), and
+    ``max_postings`` the query's budget (``DEFAULT_MAX_POSTINGS`` when None)."""
+    if k <= 0 or not ids:
+        return Ranking([])
+    if any(weight < 0 for weight in weights.values()):  # bounds assume impacts only add up
+        return Ranking(top_k(weighted_scores(blocks, ids, weights), k, allowed))
+    if bounds is None:
+        bounds = ScoreBounds(max_bytes=0)
+    counts = Counter(ids)
+    lists: list[_List] = []
+    for name, weight in weights.items():
+        postings = blocks[name]
+        indptr = postings.indptr
+        for term, count in counts.items():
+            start, end = indptr[term], indptr[term + 1]
+            if start != end:
+                w = count * weight
+                ub = bounds.maximum(postings, term) * w
+                lists.append((ub, len(lists), postings, term, start, end, w))
+    if not lists:
+        return Ranking([])
+    budget = DEFAULT_MAX_POSTINGS if max_postings is None else max_postings
+    total = sum(entry[5] - entry[4] for entry in lists)
+    if total <= min(SMALL_QUERY_POSTINGS, budget):  # pruning would cost more than it saves
+        acc: dict[int, float] = {}
+        for _, _, postings, _, start, end, weight in lists:
+            accumulate(postings, start, end, weight, acc)
+        return Ranking(top_k(acc, k, allowed), False, total)
+    return _Search(lists, k, allowed, budget).run(bounds)
+
+
+class _Search:
+    """One query's pruned scoring: the lists, the budget left, and what was read."""
+
+    def __init__(
+        self, lists: list[_List], k: int, allowed: Collection[int] | None, budget: int
+    ) -> None:
+        self.lists = lists  # query order: ties are broken by it
+        self.order = sorted(lists, key=_UB, reverse=True)  # reading order (stable)
+        self.k = k
+        self.allowed = allowed
+        self.budget = max(0, budget)
+        self.read = 0
+        self.truncated = False
+        self.rest = [0.0] * len(lists)  # rest[i]: sum of the bounds of the lists after order[i]
+        total = 0.0
+        for i in range(len(lists) - 1, -1, -1):
+            self.rest[i] = total
+            total += self.order[i][0]
+        self.slack = _SLACK * total
+
+    def run(self, bounds: ScoreBounds) -> Ranking:
+        acc, theta, tail = self.essential()
+        if tail:
+            scores = self.complete(acc, theta, self.prepare(tail, bounds))
+        elif self.allowed is None:
+            scores = acc
+        else:
+            allowed = self.allowed
+            scores = {s: v for s, v in acc.items() if s in allowed}
+        return Ranking(_select(scores, self.k, self.lists), self.truncated, self.read)
+
+    def essential(self) -> tuple[dict[int, float], float, list[_List]]:
+        """Read lists by decreasing bound until the bounds left sum below θ, the k-th best partial
+        score among allowed sections (or the budget runs out); returns the partial scores, θ and
+        the lists (or the unread part of a list) left."""
+        acc: dict[int, float] = {}
+        theta = 0.0  # k-th best allowed partial score when last computed (0: not yet)
+        ceiling = 0.0  # upper bound of the current θ: the last one plus the bounds read since
+        order, rest, slack, k = self.order, self.rest, self.slack, self.k
+        last = len(order) - 1
+        for i, entry in enumerate(order):
+            ub, rank, postings, term, start, end, weight = entry
+            if end - start > self.budget:
+                cut = start + self.budget
+                self.truncated = True
+                accumulate(postings, start, cut, weight, acc)
+                self.read += cut - start
+                self.budget = 0
+                tail = [(ub, rank, postings, term, cut, end, weight)] if cut < end else []
+                return acc, theta, tail + order[i + 1 :]
+            accumulate(postings, start, end, weight, acc)
+            self.read += end - start
+            self.budget -= end - start
+            ceiling += ub
+            left = rest[i] + slack
+            if i < last and theta <= left < ceiling and len(acc) >= k:
+                theta = ceiling = _kth(acc, k, self.allowed)
+            if left < theta and self.worth_completing(acc, theta, left, order[i + 1 :]):
+                return acc, theta, order[i + 1 :]
+        return acc, theta, []
+
+    def worth_completing(
+        self, acc: dict[int, float], theta: float, left: float, tail: list[_List]
+    ) -> bool:
+        """Whether completing the candidates costs less than reading the lists left: a candidate
+        costs a byte per long list (its per-section bounds) and a binary search per short one."""
+        postings = 0
+        unit = 0
+        for _, _, block, _, start, end, _ in tail:
+            postings += end - start
+            long = end - start >= max(1, block.num_sections // LONG_LIST_FRACTION)
+            unit += 1 if long else LOOKUP_COST
+        if postings <= self.k * unit:
+            return False
+        return postings > unit * sum(map(le, repeat(theta - left), acc.values()))
+
+    def prepare(self, tail: list[_List], bounds: ScoreBounds) -> list[_Tail]:
+        """The lists left, with the per-section bytes of the long ones (built at first use)."""
+        prepared: list[_Tail] = []
+        for ub, _, postings, term, start, end, weight in tail:
+            levels = None
+            if start == postings.indptr[term]:  # a whole list, not the unread end of one
+                levels = bounds.cached_sections(postings, term)
+                if levels is None and end - start <= self.budget:
+                    levels = bounds.build_sections(postings, term, start, end)
+                    if levels is not None:
+                        self.read += end - start
+                        self.budget -= end - start
+            step = ub / _LEVELS * _STEP_MARGIN
+            prepared.append(
+                (levels, step, postings.section_ids, postings.scores, start, end, weight)
+            )
+        return prepared
+
+    def complete(self, acc: dict[int, float], theta: float, tail: list[_Tail]) -> dict[int, float]:
+        """Complete scores of the allowed sections that can still reach the top k."""
+        k, allowed, slack = self.k, self.allowed, self.slack
+        remaining = sum(entry[1] for entry in tail) * _LEVELS + slack
+        loose = sum(entry[1] for entry in tail if entry[0] is None) * _LEVELS + slack
+        tight = [(levels, step) for levels, step, *_ in tail if levels is not None]
+        cost = len(tail)
+        values = acc.values()
+        complete: dict[int, float] = {}
+        # the sections already at θ first: their complete scores lift the threshold early
+        seeds = compress(acc, map(le, repeat(theta), values))
+        for section in seeds if allowed is None else filter(allowed.__contains__, seeds):
+            if self.budget < cost:
+                self.truncated = True
+                return complete
+            self.budget -= cost
+            self.read += cost
+            complete[section] = _completed(section, acc[section], tail)
+        best = heapq.nlargest(k, complete.values())
+        threshold = (best[-1] if len(best) == k else theta) - 2 * slack
+        heapq.heapify(best)
+        for section in compress(acc, map(le, repeat(threshold - remaining), values)):
+            if section in complete or (allowed is not None and section not in allowed):
+                continue
+            partial = acc[section]
+            bound = partial + loose
+            for levels, step in tight:
+                bound += step * levels[section]
+            if bound < threshold:
+                continue
+            if self.budget < cost:
+                self.truncated = True
+                break
+            self.budget -= cost
+            self.read += cost
+            score = complete[section] = _completed(section, partial, tail)
+            if len(best) < k:
+                heapq.heappush(best, score)
+            elif score > best[0]:
+                heapq.heapreplace(best, score)
+            else:
+                continue
+            if len(best) == k:
+                threshold = max(threshold, best[0] - 2 * slack)
+        return complete
+
+
+def _completed(section: int, partial: float, tail: list[_Tail]) -> float:
+    """``partial`` plus the section's weighted impacts in the lists left, in reading order."""
+    score = partial
+    for levels, _, ids, scores, start, end, weight in tail:
+        if levels is not None:
+            if levels[section]:  # present: the search cannot miss
+                score += scores[bisect_left(ids, section, start, end)] * weight
+        else:
+            pos = bisect_left(ids, section, start, end)
+            if pos < end and ids[pos] == section:
+                score += scores[pos] * weight
+    return score
+
+
+def _kth(acc: dict[int, float], k: int, allowed: Collection[int] | None) -> float:
+    """The k-th best score among the allowed sections of ``acc`` (0 with fewer than k)."""
+    values = (
+        acc.values() if allowed is None else compress(acc.values(), map(allowed.__contains__, acc))
+    )
+    best = heapq.nlargest(k, values)
+    return best[-1] if len(best) == k else 0.0
+
+
+def _select(scores: dict[int, float], k: int, lists: list[_List]) -> list[tuple[int, float]]:
+    """The k best of ``scores``; equal scores in the order ``weighted_scores`` would insert them
+    (the query list that first matched the section, then the section id), as ``top_k`` keeps."""
+    best = heapq.nlargest(k, scores.items(), key=_SCORE)
+    if not best:
+        return best
+    last = best[-1][1]
+    distinct = set(map(_SCORE, best))
+    if len(distinct) == len(best) and (len(best) < k or countOf(scores.values(), last) == 1):
+        return best
+    seen: Counter[float] = Counter(v for v in scores.values() if v >= last)
+    tied = [
+        (-v, _first_list(s, lists) if seen[v] > 1 else 0, s) for s, v in scores.items() if v >= last
+    ]
+    tied.sort()
+    return [(s, -v) for v, _, s in tied[:k]]
+
+
+def _first_list(section: int, lists: list[_List]) -> int:
+    """Query-order rank of the first list holding ``section``."""
+    for _, rank, postings, _, start, end, _ in lists:
+        ids = postings.section_ids
+        pos = bisect_left(ids, section, start, end)
+        if pos < end and ids[pos] == section:
+            return rank
+    return len(lists)
