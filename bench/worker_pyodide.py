@@ -75,13 +75,18 @@ def measure(
         first = host.fetch("POST", "/v1/query", {"query": queries[0]})
         assert first.status == 200, first.body
         heap_loaded = host.stats()["heap_bytes"]
-        warm, router_ms = [], []
+        warm, router_ms, texts_ms, chunks, text_bytes = [], [], [], [], []
         for query in queries[1:]:
             response = host.fetch("POST", "/v1/query", {"query": query[:2000]})
             assert response.status in (200, 422), response.body
             warm.append(response.ms)
             stages = response.json().get("trace", {}).get("stages", {})
             router_ms.append(sum(s.get("ms", 0.0) for s in stages.values() if isinstance(s, dict)))
+            texts = stages.get("texts", {})
+            if "chunks_fetched" in texts:  # format 3: section texts read per query
+                texts_ms.append(texts["ms"])
+                chunks.append(texts["chunks_fetched"])
+                text_bytes.append(texts["bytes_fetched"])
         heap_after = host.stats()["heap_bytes"]
         timings = host.ready.get("timings", {})
     package_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
@@ -101,6 +106,9 @@ def measure(
         "warm_queries": len(warm),
         "router_p50_ms": round(statistics.median(router_ms), 2),
         "router_p95_ms": round(statistics.quantiles(router_ms, n=20)[18], 2),
+        "texts_p50_ms": round(statistics.median(texts_ms), 2) if texts_ms else None,
+        "text_chunks_fetched_mean": round(statistics.mean(chunks), 2) if chunks else None,
+        "text_kib_fetched_mean": round(statistics.mean(text_bytes) / 1024, 1) if chunks else None,
         "heap_booted_bytes": heap_booted,
         "heap_app_bytes": heap_app,
         "heap_loaded_bytes": heap_loaded,
@@ -114,9 +122,10 @@ def report(rows: list[dict[str, Any]]) -> None:
     print(
         "| package | sections | package MiB (read by the isolate) | first request ms (app import)"
         " | first query ms (package load) | warm p50 / p95 ms | router's own p50 / p95 ms"
-        " | wasm heap MiB: booted → app → package → after all queries |"
+        " | wasm heap MiB: booted → app → package → after all queries"
+        " | texts stage p50 ms, chunks / KiB read a query |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['name']} | {r['sections']} | {r['package_bytes'] / MIB:.2f} "
@@ -124,7 +133,9 @@ def report(rows: list[dict[str, Any]]) -> None:
             f"{r['first_query_ms']} | {r['warm_p50_ms']} / {r['warm_p95_ms']} | "
             f"{r['router_p50_ms']} / {r['router_p95_ms']} | "
             f"{r['heap_booted_bytes'] / MIB:.0f} → {r['heap_app_bytes'] / MIB:.0f} → "
-            f"{r['heap_loaded_bytes'] / MIB:.0f} → {r['heap_after_bytes'] / MIB:.0f} |"
+            f"{r['heap_loaded_bytes'] / MIB:.0f} → {r['heap_after_bytes'] / MIB:.0f} | "
+            f"{r.get('texts_p50_ms')}, {r.get('text_chunks_fetched_mean')} / "
+            f"{r.get('text_kib_fetched_mean')} |"
         )
     logged = [r for r in rows if "query log off" not in r["name"]]
     if len(logged) >= 2:

@@ -19,7 +19,7 @@ from router.package.texts import TextIndex, chunk_name
 __all__ = ["DEFAULT_TEXT_CACHE_BYTES", "ChunkFetcher", "SectionTexts", "TextReads"]
 
 DEFAULT_TEXT_CACHE_BYTES = 4 * 1024 * 1024
-"""Chunk bytes an isolate keeps between queries (about 64 chunks of 64 KiB)."""
+"""Chunk bytes an isolate keeps between queries (about 256 chunks of 16 KiB)."""
 
 ChunkFetcher = Callable[[str], Awaitable[bytes]]
 """``fetch(name)``: the verified bytes of one chunk file of this package."""

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 TEXTS_INDEX_NAME = "texts.bin"
-TEXT_CHUNK_BYTES = 64 * 1024
+TEXT_CHUNK_BYTES = 16 * 1024
 """Target size of one chunk file: a quoted section costs one fetch of at most about this much."""
 
 _MAGIC = b"KRTEXT03"
