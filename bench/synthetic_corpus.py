@@ -354,6 +354,7 @@ class Planner:
         self.module_range: dict[int, range] = {}
         self.tenant_docs: dict[str, range] = {}
         self.next_reserved = 0
+        self.pairs = self.min_pairs = 0  # versioned rules made / wanted at least
 
     def reserve(self) -> int:
         index = self.next_reserved
@@ -376,13 +377,12 @@ class Planner:
         raise RuntimeError("the vocabulary is too small for this many documents")
 
     def _alias(self, topic: tuple[int, ...]) -> str | None:
+        """Another name: word, function word, two words. Titles alternate word / function word
+        and so have an odd length: an alias can never be another document's exact title."""
         pool = self.vocabulary.pool
         for _ in range(10):
-            words = [pool[i].singular for i in topic[:1]]
-            words += [
-                self.vocabulary.function_word(self.rng),
-                pool[self.vocabulary.topic_word(self.rng)].singular,
-            ]
+            words = [pool[topic[0]].singular, self.vocabulary.function_word(self.rng)]
+            words += [pool[self.vocabulary.topic_word(self.rng)].singular for _ in range(2)]
             alias = " ".join(words)
             key = fold(alias)
             if key not in self.aliases:
@@ -445,6 +445,8 @@ class Planner:
         return self.docs
 
     def _plan_shared(self, counts: list[int]) -> None:
+        # the first modules with room get a versioned rule, so small corpora have temporal queries
+        self.min_pairs = min(QUERY_COUNTS["temporal"], len(counts) // 30)
         slots = iter(counts)
         area = ""
         modules_in_area = 0
@@ -467,7 +469,9 @@ class Planner:
                 weights = [PARENT_WEIGHT_BY_DEPTH.get(d.depth, 0.0) for d in self.docs[first:]]
                 parent = self.docs[first + self._choose(weights)]
                 child_id, topic = self._segment(parent.semantic_id)
-                versioned = size - made >= 2 and self.rng.random() < VERSIONED_SHARE
+                wanted = self.rng.random() < VERSIONED_SHARE or self.pairs < self.min_pairs
+                versioned = size - made >= 2 and wanted
+                self.pairs += versioned
                 for version in (1, 2) if versioned else (0,):
                     suffix = f"-v{version}" if version else ""
                     self._new_doc(
