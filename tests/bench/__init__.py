@@ -1,0 +1,1 @@
+"""Tests of the benchmark tools under ``bench/`` that other measurements rely on."""
