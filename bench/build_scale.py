@@ -1,0 +1,176 @@
+"""``kr build`` at scale: wall time and peak RSS on synthetic corpora, package bytes, ``kr query``
+peak RSS, and the quality of the by-construction query set.
+
+    python bench/build_scale.py --sections 10000 100000 [--root /work/synthetic] [--seed 1]
+        [--tenants 20] [--no-query] [--no-eval]
+
+For each size: the corpus (bench/synthetic_corpus.py) is generated under ROOT/<size>/ unless it
+is there already with the same arguments; ``kr build DIR --strict --embedder none --out PKG
+--state STATE --no-activate`` runs in a child process, whose wall time, CPU time and peak RSS
+(``os.wait4``'s rusage) are reported; then the version is activated in that private state and
+``kr query`` is timed the same way (cold: load, verify and decode the package, one answer), with
+the sample knowledge as the baseline; ``kr eval ROOT/<size>/_queries.jsonl --package PKG`` gives
+hit@1, MRR, abstention accuracy and forbidden leaks. Everything is written under ROOT, outside
+the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from router.adapters.local.state import LocalState
+from router.ops.activation import activate
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATOR = ROOT / "bench" / "synthetic_corpus.py"
+SAMPLE = ROOT / "knowledge"
+QUERY_DAY = "2026-06-15"  # bench/synthetic_corpus.py's QUERY_DAY
+# One strong query (a signature word) and one weak one that runs the corrective expansion.
+WEAK_QUERY = "o que é kwakyek de permisão?"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One child process: its exit status, wall and CPU seconds, peak RSS and output."""
+
+    status: int
+    wall_s: float
+    cpu_s: float
+    max_rss_mib: float
+    stdout: str
+
+
+def run(command: list[str]) -> Run:
+    """Run ``command`` and measure it alone (``wait4`` reports this child's own rusage)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert child.stdout is not None
+    stdout = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    rss_mib = usage.ru_maxrss / 1024  # Linux: kilobytes
+    return Run(child.returncode, wall, usage.ru_utime + usage.ru_stime, rss_mib, stdout)
+
+
+def label(sections: int) -> str:
+    if sections % 1_000_000 == 0:
+        return f"{sections // 1_000_000}m"
+    return f"{sections // 1000}k" if sections % 1000 == 0 else str(sections)
+
+
+def ensure_corpus(folder: Path, sections: int, seed: int, tenants: int) -> dict[str, Any]:
+    summary_file = folder / "_corpus.json"
+    if summary_file.is_file():
+        summary = json.loads(summary_file.read_text())
+        if (summary["sections"], summary["seed"], summary["tenants"]) == (sections, seed, tenants):
+            return dict(summary, generate_s=None, generate_rss_mib=None)
+    command = [sys.executable, str(GENERATOR), "--sections", str(sections), "--out", str(folder)]
+    command += ["--seed", str(seed), "--tenants", str(tenants), "--force", "--quiet"]
+    result = run(command)
+    if result.status != 0:
+        raise SystemExit(f"generator failed for {sections} sections")
+    summary = json.loads(result.stdout)
+    return dict(summary, generate_s=result.wall_s, generate_rss_mib=result.max_rss_mib)
+
+
+def build(corpus: Path, work: Path) -> tuple[Run, Path, str]:
+    package_dir, state = work / "package", work / "state"
+    for path in (package_dir, state):
+        shutil.rmtree(path, ignore_errors=True)
+    command = [sys.executable, "-m", "kr.cli", "build", str(corpus), "--strict"]
+    command += ["--embedder", "none", "--out", str(package_dir), "--state", str(state)]
+    result = run([*command, "--no-activate"])
+    if result.status != 0:
+        raise SystemExit(f"kr build {corpus} failed with status {result.status}")
+    version = result.stdout.split("knowledge version ")[1].split()[0]
+    asyncio.run(activate(LocalState(state).kv, version))
+    return result, package_dir / version, version
+
+
+def query(state: Path, text: str) -> Run:
+    command = [sys.executable, "-m", "kr.cli", "query", text, "--state", str(state)]
+    return run([*command, "--date", QUERY_DAY])
+
+
+def evaluate(queries: Path, package: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "kr.cli", "eval", str(queries), "--package", str(package)]
+    result = run([*command, "--today", QUERY_DAY, "--no-report", "--json"])
+    overall = json.loads(result.stdout.strip().splitlines()[-1])["overall"]
+    keys = ("hit@1", "mrr", "abstention_acc", "forbidden_leaks")
+    return {k: round(overall[k], 3) if overall.get(k) is not None else None for k in keys}
+
+
+def sample_query_rss(work: Path) -> float:
+    """``kr query`` peak RSS on the sample knowledge: the baseline of the query columns."""
+    state = work / "state"
+    shutil.rmtree(state, ignore_errors=True)
+    command = [sys.executable, "-m", "kr.cli", "build", str(SAMPLE), "--embedder", "none"]
+    if run([*command, "--state", str(state), "--force"]).status != 0:
+        raise SystemExit("kr build knowledge failed")
+    return max(query(state, WEAK_QUERY).max_rss_mib, query(state, "O que é APR?").max_rss_mib)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sections", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--root", type=Path, default=Path("/work/synthetic"))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tenants", type=int, default=20)
+    parser.add_argument("--no-query", action="store_true", help="skip the kr query columns")
+    parser.add_argument("--no-eval", action="store_true", help="skip the kr eval columns")
+    args = parser.parse_args(argv)
+    if args.root.resolve().is_relative_to(ROOT):
+        parser.error("--root must be outside the repository (corpora are never committed)")
+    rows = []
+    baseline = None if args.no_query else sample_query_rss(args.root / "bench-sample")
+    for sections in args.sections:
+        name = label(sections)
+        corpus = ensure_corpus(args.root / name, sections, args.seed, args.tenants)
+        built, package, version = build(args.root / name, args.root / f"bench-{name}")
+        manifest = json.loads((package / "manifest.json").read_text())
+        row: dict[str, Any] = {
+            "sections": sections,
+            "files": corpus["documents"],
+            "markdown_bytes": corpus["markdown_bytes"],
+            "generate_s": corpus["generate_s"],
+            "build_wall_s": round(built.wall_s, 1),
+            "build_cpu_s": round(built.cpu_s, 1),
+            "build_rss_mib": round(built.max_rss_mib),
+            "package_bytes": sum(p.stat().st_size for p in package.iterdir()),
+            "terms": manifest["counts"]["terms"],
+            "postings": manifest["counts"]["postings"],
+            "version": version,
+        }
+        if baseline is not None:
+            state = args.root / f"bench-{name}" / "state"
+            signature = json.loads((args.root / name / "_queries.jsonl").read_text().split("\n")[0])
+            runs = [query(state, WEAK_QUERY), query(state, signature["query"])]
+            row["query_s"] = round(max(r.wall_s for r in runs), 2)
+            row["query_rss_mib"] = round(max(r.max_rss_mib for r in runs))
+            row["query_rss_over_sample_mib"] = round(row["query_rss_mib"] - baseline)
+        if not args.no_eval:
+            row.update(evaluate(args.root / name / "_queries.jsonl", package))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if baseline is not None:
+        print(json.dumps({"sample_query_rss_mib": round(baseline)}))
+    print(
+        f"(this process: peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
