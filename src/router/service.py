@@ -23,7 +23,7 @@ from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
-from router.package.fetch import fetch_package_files
+from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_package_files
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import CascadeServices, run_cascade
@@ -111,7 +111,10 @@ class KnowledgeService:
     async def active_manifest(self) -> Manifest:
         """The active version's manifest (cheap: one KV read, one small blob)."""
         version = await self.active_version()
-        return Manifest.from_bytes(await self._blob(version, MANIFEST_NAME))
+        where = f"package {version}"
+        return Manifest.from_bytes(
+            await fetch_artifact(self._getter(version), where, MANIFEST_NAME)
+        )
 
     async def package(self) -> KnowledgePackage:
         """The active package, loaded once per version; a bad new version keeps the old one.
@@ -166,15 +169,7 @@ class KnowledgeService:
         return self.load_vectors_on_activation
 
     async def load(self, version: str) -> KnowledgePackage:
-        async def get(name: str) -> bytes | None:
-            return await self.blobs.get(package_key(version, name))
-
-        async def get_chunk(name: str) -> bytes:
-            blob = await get(name)
-            if blob is None:
-                raise PackageFormatError(f"package {version} has no {name} (partial upload?)")
-            return blob
-
+        get = self._getter(version)
         where = f"package {version}"
         files = await fetch_package_files(
             get, where, with_vectors=self.needs_vectors, with_lazy=False
@@ -183,7 +178,7 @@ class KnowledgeService:
             files[MANIFEST_NAME],
             files.__getitem__,
             with_vectors=self.needs_vectors,
-            fetch_chunk=get_chunk,
+            fetch_chunk=lambda name: fetch_artifact(get, where, name),
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")
@@ -213,8 +208,10 @@ class KnowledgeService:
             await run_or_defer(self.recorder.record(request), defer, "query log")
         return response
 
-    async def _blob(self, version: str, name: str) -> bytes:
-        blob = await self.blobs.get(package_key(version, name))
-        if blob is None:
-            raise PackageFormatError(f"package {version} has no {name} (partial upload?)")
-        return blob
+    def _getter(self, version: str) -> ArtifactGetter:
+        """Reads one file of ``version`` from the blob store (None when it is not there)."""
+
+        async def get(name: str) -> bytes | None:
+            return await self.blobs.get(package_key(version, name))
+
+        return get

@@ -12,9 +12,9 @@ import re
 from collections.abc import Awaitable, Callable
 
 from router.errors import PackageFormatError
-from router.package.manifest import MANIFEST_NAME, VECTORS_NAME, Manifest
+from router.package.manifest import MANIFEST_NAME, Manifest
 
-__all__ = ["VERSION_ID", "ArtifactGetter", "fetch_package_files", "is_version_id"]
+__all__ = ["VERSION_ID", "ArtifactGetter", "fetch_artifact", "fetch_package_files", "is_version_id"]
 
 VERSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 """A knowledge version id: a letter or digit, then letters, digits, ``.``, ``_`` or ``-``.
@@ -30,6 +30,14 @@ def is_version_id(text: str) -> bool:
     return bool(VERSION_ID.match(text))
 
 
+async def fetch_artifact(get: ArtifactGetter, where: str, name: str) -> bytes:
+    """One file of a package; a missing one raises ``PackageFormatError`` naming it."""
+    blob = await get(name)
+    if blob is None:
+        raise PackageFormatError(f"{where} has no {name} (partial upload?)")
+    return blob
+
+
 async def fetch_package_files(
     get: ArtifactGetter, where: str, *, with_vectors: bool = True, with_lazy: bool = True
 ) -> dict[str, bytes]:
@@ -40,17 +48,10 @@ async def fetch_package_files(
     ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
     not verified here; ``load_package`` checks each against the manifest's sha256.
     """
-    manifest = await get(MANIFEST_NAME)
-    if manifest is None:
-        raise PackageFormatError(f"{where} has no {MANIFEST_NAME} (partial upload?)")
+    manifest = await fetch_artifact(get, where, MANIFEST_NAME)
     files = {MANIFEST_NAME: manifest}
-    listed = Manifest.from_bytes(manifest)
-    names = listed.artifact_names + (listed.lazy_names if with_lazy else ())
-    for name in names:
-        if name == VECTORS_NAME and not with_vectors:
-            continue
-        blob = await get(name)
-        if blob is None:
-            raise PackageFormatError(f"{where} has no {name} (partial upload?)")
-        files[name] = blob
+    for name in Manifest.from_bytes(manifest).names_to_read(
+        with_vectors=with_vectors, with_lazy=with_lazy
+    ):
+        files[name] = await fetch_artifact(get, where, name)
     return files

@@ -72,6 +72,12 @@ class Manifest:
         """Artifacts read only when a query needs them (the section text chunks)."""
         return tuple(sorted(name for name in self.artifacts if is_text_chunk(name)))
 
+    def names_to_read(self, *, with_vectors: bool = True, with_lazy: bool = False) -> list[str]:
+        """The artifacts a reader fetches: the required ones (without ``vectors.bin`` unless
+        ``with_vectors``), and the lazily read chunks too when copying a whole package."""
+        names = [n for n in self.artifact_names if with_vectors or n != VECTORS_NAME]
+        return names + list(self.lazy_names) if with_lazy else names
+
     @classmethod
     def create(
         cls,

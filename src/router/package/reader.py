@@ -22,7 +22,7 @@ from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, Se
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
 
-__all__ = ["ExactTarget", "KnowledgePackage", "artifact_names", "load_package"]
+__all__ = ["ExactTarget", "KnowledgePackage", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
 
@@ -105,7 +105,7 @@ def load_package(
     manifest = Manifest.from_bytes(manifest_blob)
     blobs = {
         name: manifest.verify(name, fetch(name))
-        for name in artifact_names(manifest, with_vectors=with_vectors)
+        for name in manifest.names_to_read(with_vectors=with_vectors)
     }
     try:
         catalog = json.loads(blobs["catalog.json"])
@@ -161,11 +161,6 @@ def _chunk_reader(
         return manifest.verify(name, blob)
 
     return read
-
-
-def artifact_names(manifest: Manifest, *, with_vectors: bool = True) -> list[str]:
-    """The artifacts a reader fetches: all of them, or all but the section vectors."""
-    return [n for n in manifest.artifact_names if with_vectors or n != VECTORS_NAME]
 
 
 def _decode_catalog(catalog: dict[str, Any]) -> tuple[list[Document], list[Section], list[int]]:
