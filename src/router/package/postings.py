@@ -17,12 +17,11 @@ per weighted field (or one BM25F block) behind a small directory:
 from __future__ import annotations
 
 import struct
-import sys
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from router.errors import PackageFormatError
+from router.package.arrays import little_endian_bytes, little_endian_view
 
 __all__ = [
     "BLOCKS_MAGIC",
@@ -64,10 +63,7 @@ def encode_postings(
         raise PackageFormatError("postings arrays have inconsistent lengths")
     parts = [_HEADER.pack(MAGIC, num_terms, num_sections, len(section_ids))]
     for typecode, values in (("I", indptr), ("I", section_ids), ("f", scores)):
-        arr = array(typecode, values)
-        if sys.byteorder != "little":
-            arr.byteswap()
-        parts.append(arr.tobytes())
+        parts.append(little_endian_bytes(typecode, values))
     return b"".join(parts)
 
 
@@ -91,12 +87,7 @@ def decode_postings(blob: bytes | memoryview) -> Postings:
 
 def _view(view: memoryview, offset: int, count: int, typecode: str) -> tuple[Sequence, int]:  # type: ignore[type-arg]
     end = offset + 4 * count
-    chunk = view[offset:end]
-    if sys.byteorder == "little":
-        return chunk.cast(typecode), end  # type: ignore[call-overload]
-    swapped = array(typecode, chunk.tobytes())
-    swapped.byteswap()
-    return swapped, end
+    return little_endian_view(view[offset:end], typecode), end
 
 
 def encode_blocks(blocks: dict[str, bytes]) -> bytes:

@@ -19,13 +19,12 @@ A section's text ends where the next section of its chunk starts, or at the chun
 from __future__ import annotations
 
 import struct
-import sys
-from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from router.errors import PackageFormatError
+from router.package.arrays import little_endian_bytes, little_endian_view
 
 __all__ = [
     "TEXTS_INDEX_NAME",
@@ -110,8 +109,8 @@ def encode_texts(texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES) -> d
     first.append(len(texts))
     index_blob = (
         _HEADER.pack(_MAGIC, len(texts), len(chunks))
-        + _uint32(first).tobytes()
-        + _uint32(offsets).tobytes()
+        + little_endian_bytes("I", first)
+        + little_endian_bytes("I", offsets)
     )
     files = {TEXTS_INDEX_NAME: index_blob}
     files.update({chunk_name(c): blob for c, blob in enumerate(chunks)})
@@ -129,25 +128,8 @@ def decode_text_index(blob: bytes) -> TextIndex:
     if len(blob) != expected:
         raise PackageFormatError(f"texts.bin is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)[_HEADER.size :]
-    first = _cast(view[: 4 * (chunks + 1)])
-    offsets = _cast(view[4 * (chunks + 1) :])
+    first = little_endian_view(view[: 4 * (chunks + 1)], "I")
+    offsets = little_endian_view(view[4 * (chunks + 1) :], "I")
     if first[0] != 0 or first[chunks] != sections or list(first) != sorted(first):
         raise PackageFormatError("texts.bin has an inconsistent chunk table")
     return TextIndex(first, offsets)
-
-
-def _uint32(values: Sequence[int]) -> array[int]:
-    encoded = array("I", values)
-    if encoded.itemsize != 4:  # pragma: no cover - every supported platform has 4-byte "I"
-        encoded = array("L", values)
-    if sys.byteorder != "little":  # pragma: no cover
-        encoded.byteswap()
-    return encoded
-
-
-def _cast(view: memoryview) -> Sequence[int]:
-    if sys.byteorder != "little":  # pragma: no cover
-        swapped = array("I", view.tobytes())
-        swapped.byteswap()
-        return swapped
-    return view.cast("I")

@@ -9,12 +9,11 @@ uint32 rows, then ``rows × dimensions`` float32 in section order.
 from __future__ import annotations
 
 import struct
-import sys
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from router.errors import PackageFormatError
+from router.package.arrays import little_endian_bytes, little_endian_view
 
 __all__ = ["VECTORS_MAGIC", "SectionVectors", "decode_vectors", "encode_vectors"]
 
@@ -36,14 +35,11 @@ class SectionVectors:
 
 
 def encode_vectors(rows: Sequence[Sequence[float]], dimensions: int) -> bytes:
-    flat = array("f")
     for row in rows:
         if len(row) != dimensions:
             raise PackageFormatError(f"a section vector has {len(row)} values, not {dimensions}")
-        flat.extend(float(v) for v in row)
-    if sys.byteorder != "little":
-        flat.byteswap()
-    return _HEADER.pack(VECTORS_MAGIC, dimensions, len(rows)) + flat.tobytes()
+    flat = little_endian_bytes("f", (float(v) for row in rows for v in row))
+    return _HEADER.pack(VECTORS_MAGIC, dimensions, len(rows)) + flat
 
 
 def decode_vectors(blob: bytes) -> SectionVectors:
@@ -54,11 +50,5 @@ def decode_vectors(blob: bytes) -> SectionVectors:
         raise PackageFormatError("vectors.bin has an unknown magic number")
     if len(blob) != _HEADER.size + 4 * dimensions * count:
         raise PackageFormatError("vectors.bin length does not match its header")
-    body = memoryview(blob)[_HEADER.size :]
-    if sys.byteorder == "little":
-        values: Sequence[float] = body.cast("f")  # type: ignore[assignment]
-    else:
-        swapped = array("f", body.tobytes())
-        swapped.byteswap()
-        values = swapped
+    values = little_endian_view(memoryview(blob)[_HEADER.size :], "f")
     return SectionVectors(dimensions, count, values)
