@@ -56,15 +56,13 @@ class SectionTexts:
         """The texts of ``sections`` and what reading them cost."""
         wanted = sorted(set(sections))
         chunk_ids = sorted({self.index.chunk_of(s) for s in wanted})
-        missing = [c for c in chunk_ids if c not in self._chunks]
-        fetched = await self._fetch_all(missing)
-        chunks = {c: self._chunks[c] for c in chunk_ids if c in self._chunks}
-        chunks.update(fetched)
+        held = {c: self._chunks[c] for c in chunk_ids if c in self._chunks}
+        for chunk in held:  # used again: the least recently used are dropped first
+            self._chunks.move_to_end(chunk)
+        fetched = await self._fetch_all([c for c in chunk_ids if c not in held])
         for chunk, blob in fetched.items():
             self._remember(chunk, blob)
-        for chunk in chunk_ids:
-            if chunk in self._chunks:
-                self._chunks.move_to_end(chunk)
+        chunks = {**held, **fetched}
         texts = {s: self.index.text(s, chunks[self.index.chunk_of(s)]) for s in wanted}
         cost = TextReads(
             sections=len(wanted),
