@@ -76,6 +76,11 @@ class KnowledgePackage:
     def first_section(self, doc_index: int) -> int:
         return self._doc_first_section[doc_index]
 
+    def doc_sections(self, doc_index: int) -> range:
+        """The section indices of one document (they are contiguous)."""
+        first = self._doc_first_section[doc_index]
+        return range(first, first + len(self.documents[doc_index].sections))
+
     def __post_init__(self) -> None:
         self._doc_first_section: list[int] = []
         seen: set[int] = set()

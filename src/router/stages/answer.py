@@ -196,10 +196,9 @@ def _grounded_answer(
 def _direct_answer(state: QueryState, fact: FactMatch) -> Answer:
     """The fact, cited to the first section that states its value (else the first section)."""
     doc = state.package.documents[fact.doc_index]
-    first = state.package.first_section(fact.doc_index)
     stated = [
-        (sec, supporting_sentence(state.text(first + offset), fact.value))
-        for offset, sec in enumerate(doc.sections)
+        (sec, supporting_sentence(state.text(index), fact.value))
+        for index, sec in zip(state.package.doc_sections(fact.doc_index), doc.sections, strict=True)
     ]
     section, support = next(((sec, s) for sec, s in stated if s), (doc.sections[0], None))
     citation = Citation(

@@ -27,13 +27,8 @@ def context_targets(
         if hit.target.section_index is not None:
             found.add(hit.target.section_index)
         else:
-            found.update(_doc_sections(package, hit.target.doc_index))
+            found.update(package.doc_sections(hit.target.doc_index))
     return found
-
-
-def _doc_sections(package: KnowledgePackage, doc_index: int) -> range:
-    first = package.first_section(doc_index)
-    return range(first, first + len(package.documents[doc_index].sections))
 
 
 def boost_factors(

@@ -32,9 +32,7 @@ def quoted_sections(
     sections = [f.section for f in shown]
     sections += [f.section for f in fused[: state.config.answer_sections]]
     if fact is not None:
-        first = state.package.first_section(fact.doc_index)
-        count = len(state.package.documents[fact.doc_index].sections)
-        sections += range(first, first + count)
+        sections += state.package.doc_sections(fact.doc_index)
     return sorted(set(sections))
 
 
