@@ -119,7 +119,7 @@ async def run_cascade(
     context = context_for(state, shown)
     answer = await choose_answer(state, fused, fact, context, services.generator)
 
-    response = build_response(state, answer, shown, context, cached=cache_key is not None)
+    response = build_response(state, answer, shown, context, cache_missed=cache_key is not None)
     record_metrics(services.metrics, response, exact_hit=bool(state.exact))
     if services.cache is not None and cache_key is not None:
         await services.cache.put(cache_key, response.model_dump(mode="json"), services.defer)

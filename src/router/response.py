@@ -35,9 +35,10 @@ def build_response(
     shown: list[Fused],
     context: AgentKnowledgeContext,
     *,
-    cached: bool,
+    cache_missed: bool,
 ) -> QueryResponse:
-    """The response of a query the cascade answered; ``cached``: a cache is configured (miss)."""
+    """The response of a query the cascade answered; ``cache_missed``: a cache was asked first
+    (metadata ``cache`` "miss"), else there is none ("off")."""
     package, trace, config = state.package, state.trace, state.config
     verdict = state.verdict()
     confidence = verdict.reported_value
@@ -60,7 +61,7 @@ def build_response(
         metadata=ResponseMetadata(
             latency_ms=trace.elapsed_ms(),
             fallback_triggered=trace.ran("vector"),
-            cache="miss" if cached else "off",
+            cache="miss" if cache_missed else "off",
             budget_exceeded=trace.exceeded,
         ),
         trace={
