@@ -16,7 +16,7 @@ from router.package.fetch import fetch_package_files, is_version_id
 from router.package.manifest import MANIFEST_NAME
 from router.package.reader import KnowledgePackage
 from router.ports import ACTIVE_VERSION_KEY, BlobStore, KeyValueStore
-from router.service import KnowledgeService, package_key
+from router.service import KnowledgeService, package_getter, package_key
 from router.sync import run_sync
 
 __all__ = [
@@ -67,10 +67,7 @@ async def require_stored_version(spec: str, state: LocalState) -> str:
 async def stored_package_files(state: LocalState, version: str) -> dict[str, bytes]:
     """Every file of a version published to the local state (``PackageFormatError`` when one
     is missing)."""
-
-    async def get(name: str) -> bytes | None:
-        return await state.blobs.get(package_key(version, name))
-
+    get = package_getter(state.blobs, version)
     return await fetch_package_files(get, f"version {version} in {state.root}")
 
 

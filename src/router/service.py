@@ -42,6 +42,7 @@ __all__ = [
     "ACTIVE_VERSION_TTL_S",
     "KnowledgeService",
     "VectorStageFactory",
+    "package_getter",
     "package_key",
 ]
 
@@ -59,6 +60,15 @@ vector stage for that package."""
 def package_key(version: str, name: str) -> str:
     """Blob key of one package artifact (R2 layout: ``packages/<version>/<name>``)."""
     return f"packages/{version}/{name}"
+
+
+def package_getter(blobs: BlobStore, version: str) -> ArtifactGetter:
+    """Reads one file of ``version`` from ``blobs`` (None when it is not there)."""
+
+    async def get(name: str) -> bytes | None:
+        return await blobs.get(package_key(version, name))
+
+    return get
 
 
 @dataclass
@@ -113,7 +123,7 @@ class KnowledgeService:
         version = await self.active_version()
         where = f"package {version}"
         return Manifest.from_bytes(
-            await fetch_artifact(self._getter(version), where, MANIFEST_NAME)
+            await fetch_artifact(package_getter(self.blobs, version), where, MANIFEST_NAME)
         )
 
     async def package(self) -> KnowledgePackage:
@@ -169,7 +179,7 @@ class KnowledgeService:
         return self.load_vectors_on_activation
 
     async def load(self, version: str) -> KnowledgePackage:
-        get = self._getter(version)
+        get = package_getter(self.blobs, version)
         where = f"package {version}"
         files = await fetch_package_files(
             get, where, with_vectors=self.needs_vectors, with_lazy=False
@@ -207,11 +217,3 @@ class KnowledgeService:
         if record and self.recorder is not None:
             await run_or_defer(self.recorder.record(request), defer, "query log")
         return response
-
-    def _getter(self, version: str) -> ArtifactGetter:
-        """Reads one file of ``version`` from the blob store (None when it is not there)."""
-
-        async def get(name: str) -> bytes | None:
-            return await self.blobs.get(package_key(version, name))
-
-        return get
