@@ -16,7 +16,6 @@ import heapq
 import statistics
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 from router.analysis.analyzer import AnalyzerConfig
@@ -27,7 +26,7 @@ from router.compile.indexer import BuildConfig, compile_documents
 from router.contract import QueryRequest
 from router.package.reader import load_package
 from router.pipeline import run_query
-from router.stages.bm25 import max_impact, term_ids, top_k, weighted_scores
+from router.stages.bm25 import max_impact, query_lists, top_k, weighted_scores
 from router.stages.bm25_pruning import LONG_LIST_FRACTION, ScoreBounds, weighted_top_k
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,10 +58,11 @@ def index_builds(data: Path) -> None:
         size = sum(len(b) for b in files.values())
         postings = compiled.manifest.counts["postings"]
         docs = len(collection.documents)
+        postings_bytes = sum(len(b) for n, b in files.items() if n.endswith(".postings.bin"))
         print(
             f"  {folder.name:<11} {docs:>6} {build_s:>8.2f} {1000 * build_s / docs:>11.2f} "
             f"{postings:>9} {size / 1e6:>10.2f} {size / postings:>15.2f} "
-            f"{len(files['postings.bin']) / postings:>16.2f}"
+            f"{postings_bytes / postings:>16.2f}"
         )
     print("  (MB per million postings = bytes per posting)")
 
@@ -77,7 +77,7 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     )
     build_s = time.perf_counter() - started
     files = compiled.files()
-    package = load_package(files["manifest.json"], files.__getitem__)
+    package = load_package(files["manifest.json"], files.__getitem__).view(None)
     queries = list(collection.queries.values())
     tokenized = [package.analyzer.terms(q) for q in queries]
     size = sum(len(b) for b in files.values())
@@ -87,18 +87,21 @@ def scorer_throughput(data: Path, repeat: int) -> None:
     )
     print(f"  package {size / 1e6:.1f} MB, {compiled.manifest.counts['postings']} postings")
 
-    body = package.blocks["body"]
-    blocks, weights = {"body": body}, {"body": 1.0}
-    queries_ids = [term_ids(tokens, package.term_ids) for tokens in tokenized]
+    body = package.parts[0].partition.blocks["body"]
+    weights = {"body": 1.0}
     warm = ScoreBounds()  # the served path keeps one per package (derived at first use)
 
+    # Both scorers build the query's lists (term lookup, IDF per query) inside the timed loop,
+    # as the served path does.
     def pruned(k: int, bounds: ScoreBounds = warm) -> None:
-        for ids in queries_ids:
-            weighted_top_k(blocks, ids, weights, k, bounds=bounds)
+        for tokens in tokenized:
+            weighted_top_k(query_lists(package, tokens, weights, "lucene"), k, bounds=bounds)
 
     def exhaustive(k: int) -> None:
-        for ids in queries_ids:
-            top_k(weighted_scores(blocks, ids, weights), k)
+        for tokens in tokenized:
+            top_k(weighted_scores(query_lists(package, tokens, weights, "lucene")), k)
+
+    queries_ids = [query_lists(package, tokens, weights, "lucene") for tokens in tokenized]
 
     import bm25s
     import numpy as np
@@ -181,17 +184,14 @@ def _pruning_figures(body, queries_ids, bounds) -> None:  # type: ignore[no-unty
     build time (a format change: no cold first pass) would take."""
     for k in (K, 50):
         read = total = oracle = 0
-        for ids in queries_ids:
-            read += weighted_top_k({"body": body}, ids, {"body": 1.0}, k, bounds=bounds).postings
-            sizes = {t: body.indptr[t + 1] - body.indptr[t] for t in set(ids)}
+        for query in queries_ids:
+            read += weighted_top_k(query, k, bounds=bounds).postings
+            sizes = {t: body.indptr[t + 1] - body.indptr[t] for _, t, _ in query}
             total += sum(sizes.values())
-            scores = weighted_scores({"body": body}, ids, {"body": 1.0})
+            scores = weighted_scores(query)
             best = heapq.nlargest(k, scores.values())
             theta = best[-1] if len(best) == k else 0.0
-            counts = Counter(ids)
-            lists = sorted(
-                (max_impact(body, t, bounds.maxima) * c, sizes[t]) for t, c in counts.items()
-            )
+            lists = sorted((max_impact(body, t, bounds.maxima) * w, sizes[t]) for _, t, w in query)
             left = 0.0
             for ub, size in lists:  # lowest bounds first: those can stay unread while under theta
                 if left + ub >= theta:

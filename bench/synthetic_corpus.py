@@ -226,7 +226,7 @@ class Vocabulary:
         seen_terms: set[str] = set()
         seen_folds: set[str] = set()
         words: list[Word] = []
-        while len(words) < size + reserved:
+        while len(words) < size + 2 * reserved:  # twice: reserved words with a twin are dropped
             singular, plural = _word_shape(rng)
             folded = fold(singular)
             if len(folded) < 4 or folded in seen_folds or folded in _YAML_SPECIAL:
@@ -242,7 +242,12 @@ class Vocabulary:
         pool = words[:size]
         order = sorted(range(size), key=lambda i: len(pool[i].singular) + 3 * rng.random())
         self.pool = [pool[i] for i in order]
-        self.reserved = words[size:]
+        # A reserved word is never one typo from another word: a query for it has one answer,
+        # and a caller who cannot see its document gets an abstention, not a "correction".
+        twins = _near_twins(words)
+        self.reserved = [w for w in words[size:] if fold(w.singular) not in twins][:reserved]
+        if len(self.reserved) < reserved:
+            raise ValueError(f"only {len(self.reserved)} of {reserved} reserved words are unique")
         self._cumulative = list(itertools.accumulate(r**-ZIPF_S for r in range(1, size + 1)))
         self._function = list(
             itertools.accumulate(r**-1.0 for r in range(1, len(FUNCTION_WORDS) + 1))
@@ -1011,6 +1016,17 @@ def _foreign_word(rng: random.Random) -> str:
     k, w or y, and its sound keys never hold the clusters these syllables make ("kv", "ik")."""
     syllables = [rng.choice(("kw", "yk", "wy")) + rng.choice("aeiou") for _ in range(3)]
     return "".join(syllables) + "k"
+
+
+def _near_twins(words: Sequence[Word]) -> set[str]:
+    """Folded words one edit (Damerau) from another word: two such words share the word itself
+    or one of its one-deletion forms."""
+    owners: dict[str, set[str]] = {}
+    for word in words:
+        folded = fold(word.singular)
+        for key in {folded, *(folded[:i] + folded[i + 1 :] for i in range(len(folded)))}:
+            owners.setdefault(key, set()).add(folded)
+    return {w for group in owners.values() if len(group) > 1 for w in group}
 
 
 def build_queries(planner: Planner, renderer: Renderer) -> list[dict[str, Any]]:

@@ -590,8 +590,9 @@ def test_deprecated_document_only_on_request(
 def test_vector_index_holds_the_deprecated_doc_yet_the_cascade_hides_it(
     vpackage: KnowledgePackage, vindex: LocalVectorIndex
 ) -> None:
-    found = asyncio.run(vector_search(vpackage, HashEmbedder(), vindex, DEPRECATED_QUERY, None, 50))
-    docs = {vpackage.documents[vpackage.section_doc[s]].semantic_id for s, _ in found}
+    view = vpackage.view(None)
+    found = asyncio.run(vector_search(view, HashEmbedder(), vindex, DEPRECATED_QUERY, None, 50))
+    docs = {view.documents[view.section_doc[s]].semantic_id for s, _ in found}
     assert DEPRECATED_DOC in docs  # so the filter, not luck, keeps it out of the answer
 
 

@@ -176,6 +176,7 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
 
 def test_fact_citation_points_at_the_section_that_states_it(ask, package: KnowledgePackage) -> None:  # type: ignore[no-untyped-def]
     citation = ask("apr.defaultValidityDays").citations[0]
-    index = next(i for i, s in enumerate(package.sections) if s.section_id == citation.section_id)
-    texts, _ = run_sync(package.texts.load([index]))
+    view = package.view(None)  # what the anonymous caller above sees
+    index = next(i for i, s in enumerate(view.sections) if s.section_id == citation.section_id)
+    texts, _ = run_sync(view.texts.load([index]))
     assert citation.passage in texts[index] and "30" in citation.passage

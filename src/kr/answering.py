@@ -88,11 +88,11 @@ def package_answerer(
     config = config or eval_config()
     embedder = None
     index = None
-    if use_vectors and package.vectors is not None and package.manifest.embedding:
+    if use_vectors and package.has_vectors and package.manifest.embedding:
         encoder = encoder or embedder_for_model(package.manifest.embedding.get("model"))
         if encoder is not None:
             embedder = CachedQueryEmbedder(encoder)
-            index = LocalVectorIndex(package.vectors.dimensions)
+            index = LocalVectorIndex(package.vector_dimensions)
             index.upsert_many(section_records(package))
     services = CascadeServices(
         embedder=embedder,

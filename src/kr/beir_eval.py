@@ -230,7 +230,7 @@ def compile_collection(
         "documents": len(collection.documents),
         "build_s": round(seconds, 3),
         "package_bytes": sum(len(b) for b in files.values()),
-        "postings_bytes": len(files["postings.bin"]),
+        "postings_bytes": sum(len(b) for n, b in files.items() if n.endswith(".postings.bin")),
         "postings": compiled.manifest.counts.get("postings"),
         "knowledge_version": package.version,
     }

@@ -74,15 +74,17 @@ async def run_cascade(
     today: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> QueryResponse:
-    """Answer one request from one package (one knowledge version, never a mix)."""
+    """Answer one request from one package (one knowledge version, never a mix), through the
+    caller's view of it: the shared partition and the tenant's own, never another's."""
+    view = package.view(request.tenant)
     config = config or RouterConfig()
     services = services or CascadeServices()
     trace = Trace(clock, clock(), config.budget.max_latency_ms)
     query = normalize_query(request.query)
     trace.stage("normalize", text=query.text)
-    features = analyze_query(query, package.analyzer)
+    features = analyze_query(query, view.analyzer)
     trace.stage("analyze", terms=features.terms, intent=features.intent)
-    state = QueryState(package, request, config, trace, query, features, query_day(request, today))
+    state = QueryState(view, request, config, trace, query, features, query_day(request, today))
 
     cache_key = None
     if services.cache is None:

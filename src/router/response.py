@@ -18,7 +18,7 @@ from router.contract import (
     Strategy,
 )
 from router.metrics import Metrics
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 from router.stages.answer import Answer
 from router.stages.confidence import LexicalConfidence
 from router.stages.fusion import Fused
@@ -113,7 +113,7 @@ def record_metrics(metrics: Metrics | None, response: QueryResponse, exact_hit: 
     metrics.record_stages(response.trace.get("stages", {}))
 
 
-def _result(package: KnowledgePackage, candidate: Fused) -> RetrievalResult:
+def _result(package: PackageView, candidate: Fused) -> RetrievalResult:
     section = package.sections[candidate.section]
     doc = package.documents[package.section_doc[candidate.section]]
     return RetrievalResult(

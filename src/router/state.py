@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from router.config import RouterConfig
 from router.contract import QueryRequest
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 from router.stages.bm25 import block_weights
 from router.stages.filters import Visibility, visible_documents, visible_sections
 from router.stages.normalizer import NormalizedQuery
@@ -49,7 +49,7 @@ def query_day(request: QueryRequest, today: str | None) -> str:
 class QueryState:
     """One request on one package (one knowledge version), and what the stages found for it."""
 
-    package: KnowledgePackage
+    package: PackageView
     request: QueryRequest
     config: RouterConfig
     trace: Trace
@@ -84,7 +84,7 @@ class QueryState:
     @cached_property
     def block_weights(self) -> dict[str, float]:
         """Weight of each posting block of the package under the configured field weights."""
-        return block_weights(self.package.blocks, self.config.field_weights)
+        return block_weights(self.package.block_names, self.config.field_weights)
 
     def lexical_result(self) -> Lexical:
         """The lexical stages' result; the cascade always has one past the BM25 stage."""

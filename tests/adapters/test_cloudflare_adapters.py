@@ -62,7 +62,7 @@ from router.errors import (
     PackageFormatError,
 )
 from router.ops.activation import activate
-from router.ops.publish import catalog_rows, publish_package
+from router.ops.publish import catalog_rows, package_catalog, publish_package
 from router.ops.query_log import QueryRecorder, logged_query, request_key
 from router.ops.warming import warm_cache
 from router.package.manifest import Manifest
@@ -271,7 +271,7 @@ def _catalog_rows(db_rows: Any) -> dict[str, list[tuple[Any, ...]]]:
 def test_local_and_d1_stores_write_the_same_rows(built: BuildResult, tmp_path: Path) -> None:
     files = built.package.files()
     version = built.package.knowledge_version
-    rows = catalog_rows(json.loads(files["catalog.json"]))
+    rows = catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"])))
     local = SqliteRelationalStore(tmp_path / "d1.sqlite")
     fake = FakeD1()
     d1 = D1RelationalStore(fake, max_batch=40)
@@ -294,7 +294,7 @@ def test_version_statements_stay_within_d1s_bound_parameter_limit(built: BuildRe
     statements = version_statements(
         built.package.knowledge_version,
         files["manifest.json"],
-        catalog_rows(json.loads(files["catalog.json"])),
+        catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"]))),
     )
     assert all(len(params) <= MAX_BOUND_PARAMETERS for _, params in statements)
     assert sum(sql.count("INSERT INTO knowledge_documents") for sql, _ in statements) < 84
@@ -702,7 +702,7 @@ def _stage_bad_version(env: Any, tmp_path: Path, corrupt: bool = True) -> str:
     run(publish_package(new.files(), cf.blobs, cf.kv, activate_now=False))
     if corrupt:
         r2: FakeR2 = env.KNOWLEDGE_BUCKET
-        r2.objects[package_key(new.knowledge_version, "postings.bin")] = b"garbage"
+        r2.objects[package_key(new.knowledge_version, "shared.postings.bin")] = b"garbage"
     run(activate(cf.kv, new.knowledge_version))
     return new.knowledge_version
 
@@ -791,7 +791,7 @@ def test_worker_vector_fallback_queries_vectorize_with_the_packages_model(
     loaded = run(service.package())
     index = cf.vector_index(256)
     assert index is not None
-    assert loaded.vectors is None  # the isolate never reads vectors.bin: Vectorize holds them
+    assert not loaded.has_vectors  # the isolate never reads vectors.bin: Vectorize holds them
     full = load_package(files["manifest.json"], files.__getitem__)
     run(index.upsert(section_records(full)))  # what `kr publish` does for Vectorize
     response = ask(service, LOW_LEXICAL)

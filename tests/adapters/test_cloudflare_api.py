@@ -59,8 +59,10 @@ from router.ops.publish import (
     PublishTarget,
     blob_step,
     catalog_rows,
+    package_catalog,
     publish,
 )
+from router.package.manifest import Manifest
 from router.package.reader import load_package
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, VectorRecord
 from router.service import package_key
@@ -409,7 +411,7 @@ def test_full_publish_stores_every_part_and_activates_last(
     assert report.steps[-1] == ACTIVATE_STEP and report.ran == report.steps
     for name, blob in files.items():
         assert state.objects[package_key(version, name)] == blob  # byte-identical
-    rows = catalog_rows(json.loads(files["catalog.json"]))
+    rows = catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"])))
     for table, table_rows in rows.items():
         assert state.count(table, version) == len(table_rows) > 0
     stored_manifest = state.db.execute(
@@ -456,7 +458,7 @@ def test_transient_failures_are_retried_and_rows_are_not_duplicated(
     files = embedded.package.files()
     version = embedded.package.knowledge_version
     state = fake.state
-    state.fail("PUT", "r2", "catalog.json", 500)
+    state.fail("PUT", "r2", "shared.catalog.json", 500)
     state.fail("POST", "vectorize", "upsert", 429, retry_after="0")
     state.fail("PUT", "kv", ACTIVE_VERSION_KEY, 503)
     state.fail("POST", "d1", "INSERT INTO knowledge_links", 503)  # mid-way through the rows
@@ -464,7 +466,7 @@ def test_transient_failures_are_retried_and_rows_are_not_duplicated(
 
     assert report.activated
     assert all(failure.times == 0 for failure in state.failures)
-    rows = catalog_rows(json.loads(files["catalog.json"]))
+    rows = catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"])))
     for table, table_rows in rows.items():
         assert state.count(table, version) == len(table_rows)
     assert state.kv[ACTIVE_VERSION_KEY] == version
@@ -508,7 +510,7 @@ def test_interrupted_publish_resumes_without_redoing_finished_steps(
         upserted = sum(int(n) for m, s, n in resumed if s == "vectorize")
         assert batches_done >= 1 and upserted == len(state.vectors) - 100 * batches_done
     assert len(state.vectors) == embedded.package.manifest.counts["sections"]
-    rows = catalog_rows(json.loads(files["catalog.json"]))
+    rows = catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"])))
     assert state.count("links", version) == len(rows["links"])
 
 
@@ -527,7 +529,7 @@ def test_rerunning_a_finished_publish_is_harmless(
 
     fresh = _run(_publish(fake, files, MemoryJournal()))  # no journal: every step runs again
     assert fresh.activated and fresh.previous_version is None
-    rows = catalog_rows(json.loads(files["catalog.json"]))
+    rows = catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"])))
     for table, table_rows in rows.items():
         assert fake.state.count(table, version) == len(table_rows)
     assert len(fake.state.vectors) == embedded.package.manifest.counts["sections"]
@@ -558,7 +560,7 @@ def test_bad_token_names_the_step_and_never_leaks_the_token(
     wrong = "wrong-token-123456"
     with pytest.raises(PublishError) as info:
         _run(_publish(fake, embedded.package.files(), MemoryJournal(), token=wrong))
-    assert info.value.step == blob_step("catalog.json")
+    assert info.value.step == blob_step("shared.catalog.json")
     assert "HTTP 403" in info.value.message and "CLOUDFLARE_API_TOKEN" in info.value.message
     assert wrong not in info.value.message and not fake.state.objects
 
@@ -601,19 +603,19 @@ def test_a_corrupted_upload_fails_verification_and_is_uploaded_again(
     files = embedded.package.files()
     version = embedded.package.knowledge_version
     journal = FileJournal(tmp_path / "journal")
-    fake.state.corrupt.add(package_key(version, "postings.bin"))
+    fake.state.corrupt.add(package_key(version, "shared.postings.bin"))
     with pytest.raises(PublishError) as info:
         _run(_publish(fake, files, journal))
     assert info.value.step == VERIFY_STEP and isinstance(info.value.cause, IntegrityError)
-    assert "postings.bin" in info.value.message and ACTIVE_VERSION_KEY not in fake.state.kv
+    assert "shared.postings.bin" in info.value.message and ACTIVE_VERSION_KEY not in fake.state.kv
     done = _run(journal.done(f"cloudflare:{ACCOUNT}:test", version))
-    assert blob_step("postings.bin") not in done and blob_step("catalog.json") in done
+    assert blob_step("shared.postings.bin") not in done and blob_step("shared.catalog.json") in done
 
     mark = len(fake.state.log)
     report = _run(_publish(fake, files, journal))
     again = [key for m, s, key in fake.state.log[mark:] if (m, s) == ("PUT", "r2")]
-    assert again == [package_key(version, "postings.bin")]
-    assert report.activated and fake.state.objects[again[0]] == files["postings.bin"]
+    assert again == [package_key(version, "shared.postings.bin")]
+    assert report.activated and fake.state.objects[again[0]] == files["shared.postings.bin"]
     assert ROWS_STEP in report.ran
 
 
@@ -751,7 +753,7 @@ def test_cli_publishes_a_package_folder_and_a_rerun_does_nothing(
     assert main(args) == 0
     out = capsys.readouterr().out
     version = embedded.package.knowledge_version
-    assert "done  blob:catalog.json" in out and "done  activate" in out
+    assert "done  blob:shared.catalog.json" in out and "done  activate" in out
     assert f"knowledge version {version} active on Cloudflare account {ACCOUNT}" in out
     assert fake.state.kv[ACTIVE_VERSION_KEY] == version
 
@@ -872,7 +874,7 @@ def test_cli_publish_local_writes_wranglers_state(
                        persist=persist)  # fmt: skip
     assert active.decode() == version_id
     local = FileJournal(tmp_path / "state" / "publish-journal")
-    key = package_key(version_id, "postings.bin")  # binary: byte-identical through --pipe
+    key = package_key(version_id, "shared.postings.bin")  # binary: byte-identical through --pipe
     stored = _wrangler("r2", "object", "get", f"knowledge-router-packages/{key}", "--pipe",
                        persist=persist)  # fmt: skip
     assert stored == (tmp_path / "state" / "r2" / key).read_bytes()

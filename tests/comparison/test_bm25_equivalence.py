@@ -28,10 +28,10 @@ from router.compile.fields import section_fields
 from router.compile.indexer import BuildConfig, compile_documents
 from router.knowledge.model import Document
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
-from router.package.postings import Postings
-from router.package.reader import KnowledgePackage, load_package
-from router.stages.bm25 import block_weights, term_ids, weighted_scores
-from router.stages.bm25_pruning import bm25_top_k
+from router.package.reader import load_package
+from router.package.view import PackageView
+from router.stages.bm25 import block_weights, query_lists, weighted_scores
+from router.stages.bm25_pruning import weighted_top_k
 from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, write_doc
 
 SCIFACT = SHARED_DATA / "scifact"
@@ -40,12 +40,13 @@ BODY_ONLY = {name: 1.0 if name == "body" else 0.0 for name in FIELD_NAMES}
 K1, B = 1.5, 0.75  # BuildConfig's defaults (the manifest test pins them)
 
 
-def _load(documents: Sequence[Document], config: BuildConfig) -> KnowledgePackage:
+def _load(documents: Sequence[Document], config: BuildConfig) -> PackageView:
+    """The anonymous caller's view of the compiled documents (all shared here)."""
     files = compile_documents(documents, config).files()
-    return load_package(files["manifest.json"], files.__getitem__)
+    return load_package(files["manifest.json"], files.__getitem__).view(None)
 
 
-def _body_tokens(package: KnowledgePackage, documents: Sequence[Document]) -> list[list[str]]:
+def _body_tokens(package: PackageView, documents: Sequence[Document]) -> list[list[str]]:
     """The body field of every section, in section order, as the package's analyzer sees it."""
     return [
         package.analyzer.terms(section_fields(doc, section, index == 0)["body"])
@@ -55,9 +56,10 @@ def _body_tokens(package: KnowledgePackage, documents: Sequence[Document]) -> li
 
 
 def _assert_top10_equals_bm25s(
-    package: KnowledgePackage, block: Postings, bodies: list[list[str]], queries: list[str]
+    package: PackageView, block: str, bodies: list[list[str]], queries: list[str]
 ) -> int:
-    """Our top-10 over ``block`` against bm25s (lucene) over ``bodies``; how many were compared."""
+    """Our top-10 over ``block`` (IDF applied at query time) against bm25s (lucene) over
+    ``bodies``; how many queries were compared."""
     import bm25s
     import numpy as np
 
@@ -66,7 +68,7 @@ def _assert_top10_equals_bm25s(
     compared = 0
     for text in queries:
         tokens = package.analyzer.terms(text)
-        ours = bm25_top_k(block, term_ids(tokens, package.term_ids), 10)
+        ours = weighted_top_k(query_lists(package, tokens, {block: 1.0}, "lucene"), 10).ranked
         known = [t for t in tokens if t in reference.vocab_dict]
         if not known:
             assert ours == [], text
@@ -106,21 +108,20 @@ def test_top10_ids_and_scores_equal_bm25s_on_scifact(
         analyzer=AnalyzerConfig(language="english"), scoring=scoring, field_weights=weights
     )
     package = _load(collection.documents, config)
-    assert set(package.blocks) >= {block}
+    assert set(package.block_names) >= {block}
     bodies = _body_tokens(package, collection.documents)
-    compared = _assert_top10_equals_bm25s(
-        package, package.blocks[block], bodies, list(collection.queries.values())
-    )
+    compared = _assert_top10_equals_bm25s(package, block, bodies, list(collection.queries.values()))
     assert compared >= 290
 
 
 def test_bm25f_with_body_weight_only_equals_bm25s_on_the_sample_knowledge() -> None:
     documents = load_knowledge(KNOWLEDGE).documents
     package = _load(documents, BuildConfig(field_weights=BODY_ONLY))
-    assert list(package.blocks) == [BM25F_BLOCK]
+    assert package.block_names == [BM25F_BLOCK]
     queries = [g.query for g in load_golden(GOLDEN)]
+    shared = [doc for doc in documents if doc.tenant == "*"]  # the anonymous view's documents
     compared = _assert_top10_equals_bm25s(
-        package, package.blocks[BM25F_BLOCK], _body_tokens(package, documents), queries
+        package, BM25F_BLOCK, _body_tokens(package, shared), queries
     )
     assert compared >= 60
 
@@ -221,7 +222,7 @@ def test_compiled_bm25f_equals_a_brute_force_bm25f(
     corpus = load_knowledge(tmp_path)
     assert not corpus.errors
     package = _load(corpus.documents, BuildConfig(field_weights=weights))
-    assert list(package.blocks) == [BM25F_BLOCK]
+    assert package.block_names == [BM25F_BLOCK]
 
     sections: list[dict[str, list[str]]] = []
     for doc in corpus.documents:
@@ -234,8 +235,8 @@ def test_compiled_bm25f_equals_a_brute_force_bm25f(
     for query in SMALL_QUERIES:
         tokens = package.analyzer.terms(query)
         expected = brute_force_bm25f(sections, weights, tokens)
-        ids = term_ids(tokens, package.term_ids)
-        ours = weighted_scores(package.blocks, ids, block_weights(package.blocks, weights))
+        lists = query_lists(package, tokens, block_weights(package.block_names, weights), "lucene")
+        ours = weighted_scores(lists)
         assert set(ours) == set(expected), query
         for section, score in expected.items():
             assert ours[section] == pytest.approx(score, rel=1e-5), (query, section)

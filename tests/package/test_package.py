@@ -8,7 +8,8 @@ import pytest
 
 from router.compile.build import BuildResult, build_knowledge
 from router.errors import IntegrityError, PackageFormatError
-from router.package.manifest import ARTIFACT_NAMES, sha256_hex
+from router.package.manifest import Manifest, sha256_hex
+from router.package.partitions import SHARED_PARTITION
 from router.package.reader import load_package
 from tests.common import KNOWLEDGE
 
@@ -25,21 +26,27 @@ def test_manifest_describes_every_artifact(built: BuildResult) -> None:
     assert manifest["analyzer"]["language"] == "portuguese"
     assert manifest["bm25"] == {"method": "lucene", "k1": 1.5, "b": 0.75}
     assert manifest["counts"]["documents"] >= 60
-    for name in ARTIFACT_NAMES:
+    required = Manifest.from_bytes(built.package.files()["manifest.json"]).artifact_names
+    partitions = manifest["partitions"]
+    assert partitions[0]["key"] == SHARED_PARTITION and len(partitions) >= 2  # sample has tenants
+    assert sum(p["sections"] for p in partitions) == manifest["counts"]["sections"]
+    for name in required:
         blob = built.package.artifacts[name]
         assert manifest["artifacts"][name] == {"sha256": sha256_hex(blob), "bytes": len(blob)}
-    chunks = [name for name in manifest["artifacts"] if name.startswith("texts-")]
-    assert chunks and set(manifest["artifacts"]) == {*ARTIFACT_NAMES, *chunks}
+    chunks = [name for name in manifest["artifacts"] if ".texts-" in name]
+    assert chunks and set(manifest["artifacts"]) == {*required, *chunks}
 
 
 def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:
     files = dict(built.package.files())
-    damaged = bytearray(files["postings.bin"])
-    damaged[100] ^= 0xFF
+    tenant = next(n for n in files if n.startswith("t-") and n.endswith(".postings.bin"))
+    for name in ("shared.postings.bin", tenant):  # any partition refuses the whole version
+        damaged = bytearray(files[name])
+        damaged[100] ^= 0xFF
+        with pytest.raises(IntegrityError):
+            load_package(files["manifest.json"], {**files, name: bytes(damaged)}.__getitem__)
     with pytest.raises(IntegrityError):
-        load_package(files["manifest.json"], {**files, "postings.bin": bytes(damaged)}.__getitem__)
-    with pytest.raises(IntegrityError):
-        load_package(files["manifest.json"], {**files, "catalog.json": b"{}"}.__getitem__)
+        load_package(files["manifest.json"], {**files, "shared.catalog.json": b"{}"}.__getitem__)
     with pytest.raises(PackageFormatError):
         load_package(b"{not json", files.__getitem__)
 

@@ -67,10 +67,19 @@ def test_the_package_keeps_no_section_text_resident(built: BuildResult) -> None:
     files = built.package.files()
     package = load_package(files["manifest.json"], files.__getitem__)
     assert all(section.text == "" for section in package.sections)
-    assert package.texts.cached_bytes == 0
-    expected = [strip_wikilinks(s.text) for d in built.corpus.documents for s in d.sections]
-    got, _ = run_sync(package.texts.load(range(len(package.sections))))
-    assert [got[i] for i in range(len(package.sections))] == expected
+    expected = {
+        (d.semantic_id, s.section_id): strip_wikilinks(s.text)
+        for d in built.corpus.documents
+        for s in d.sections
+    }
+    got = {}
+    for partition in package.partitions:  # every partition's texts, each read from its chunks
+        assert partition.texts.cached_bytes == 0
+        texts, _ = run_sync(partition.texts.load(range(len(partition.sections))))
+        for local, section in enumerate(partition.sections):
+            doc = partition.documents[partition.section_doc[local]]
+            got[doc.semantic_id, section.section_id] = texts[local]
+    assert got == expected
 
 
 def test_a_query_reads_only_the_chunks_it_quotes(built: BuildResult) -> None:
@@ -83,7 +92,7 @@ def test_a_query_reads_only_the_chunks_it_quotes(built: BuildResult) -> None:
 
     package = load_package(files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk)
     response = run_query(package, QueryRequest(query="O que é APR?"), today=TODAY)
-    chunks = [name for name in files if name.startswith("texts-")]
+    chunks = [name for name in files if ".texts-" in name]
     assert response.answer and response.context and response.context.relevant_chunks[0].text
     assert 0 < len(fetched) < len(chunks)
     assert response.trace["stages"]["texts"]["chunks_fetched"] == len(fetched)
@@ -91,11 +100,11 @@ def test_a_query_reads_only_the_chunks_it_quotes(built: BuildResult) -> None:
 
 def test_a_corrupt_chunk_degrades_the_answer_and_never_fails_the_query(built: BuildResult) -> None:
     files = dict(built.package.files())
-    for name in [n for n in files if n.startswith("texts-")]:
+    for name in [n for n in files if ".texts-" in n]:
         files[name] = files[name][:-1] + b"?"
     package = load_package(files["manifest.json"], files.__getitem__)
     with pytest.raises(IntegrityError):
-        run_sync(package.texts.load([0]))
+        run_sync(package.view(None).texts.load([0]))
     response = asyncio.run(
         run_cascade(package, QueryRequest(query="O que é APR?"), None, CascadeServices(), TODAY)
     )

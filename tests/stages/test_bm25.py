@@ -26,10 +26,19 @@ from router.contract import QueryRequest
 from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.postings import Postings, decode_postings, encode_postings
 from router.package.reader import KnowledgePackage, load_package
+from router.package.view import PackageView
 from router.pipeline import run_query
 from router.stages import bm25_pruning
-from router.stages.bm25 import block_weights, term_ids, top_k, weighted_scores
-from router.stages.bm25_pruning import Ranking, ScoreBounds, weighted_top_k
+from router.stages.bm25 import (
+    QueryList,
+    block_lists,
+    block_weights,
+    query_lists,
+    top_k,
+    weighted_scores,
+)
+from router.stages.bm25_pruning import Ranking, ScoreBounds
+from router.stages.bm25_pruning import weighted_top_k as top_k_of_lists
 from router.stages.filters import Visibility, visible_sections
 from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, SHARED_DATA, TODAY
 
@@ -45,6 +54,24 @@ def always_prune(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bm25_pruning, "SMALL_QUERY_POSTINGS", 0)
 
 
+def weighted_top_k(
+    blocks: Mapping[str, Postings],
+    ids: Sequence[int],
+    weights: Mapping[str, float],
+    k: int,
+    allowed: Collection[int] | None = None,
+    **options: object,
+) -> Ranking:
+    """The pruned scorer over term ids of named blocks, impacts as stored (weight × count)."""
+    return top_k_of_lists(block_lists(blocks, ids, weights), k, allowed, **options)  # type: ignore[arg-type]
+
+
+def exhaustive_lists(
+    lists: Sequence[QueryList], k: int, allowed: Collection[int] | None
+) -> list[tuple[int, float]]:
+    return top_k(weighted_scores(lists), k, allowed) if lists else []
+
+
 def exhaustive(
     blocks: Mapping[str, Postings],
     ids: Sequence[int],
@@ -52,7 +79,7 @@ def exhaustive(
     k: int,
     allowed: Collection[int] | None,
 ) -> list[tuple[int, float]]:
-    return top_k(weighted_scores(blocks, ids, weights), k, allowed) if ids else []
+    return exhaustive_lists(block_lists(blocks, ids, weights), k, allowed) if ids else []
 
 
 def assert_same(
@@ -64,25 +91,24 @@ def assert_same(
 
 
 def compare_all(
-    blocks: Mapping[str, Postings],
-    queries: Sequence[Sequence[int]],
+    view: PackageView,
+    queries: Sequence[Sequence[str]],
     weights: Mapping[str, float],
     filters: Sequence[Collection[int] | None],
     bounds: ScoreBounds,
 ) -> dict[tuple[int, int], float]:
-    """Every query × k × filter against the reference; per (k, filter index), the postings ours
-    read as a fraction of the postings exhaustive scoring reads."""
+    """Every query (analysed terms, BM25 IDF of the view) × k × filter against the reference;
+    per (k, filter index), the postings ours read as a fraction of what exhaustive scoring reads."""
     read: Counter[tuple[int, int]] = Counter()
     total = 0
-    for ids in queries:
-        total += sum(
-            blocks[b].indptr[t + 1] - blocks[b].indptr[t] for b in weights for t in set(ids)
-        )
+    for terms in queries:
+        lists = query_lists(view, terms, weights, "lucene")
+        total += sum(p.indptr[t + 1] - p.indptr[t] for p, t, _ in lists)
         for k in KS:
             for f, allowed in enumerate(filters):
-                ranking = weighted_top_k(blocks, ids, weights, k, allowed, bounds=bounds)
+                ranking = top_k_of_lists(lists, k, allowed, bounds=bounds)
                 assert not ranking.truncated
-                assert_same(ranking.ranked, exhaustive(blocks, ids, weights, k, allowed), (ids, k))
+                assert_same(ranking.ranked, exhaustive_lists(lists, k, allowed), (terms, k))
                 read[k, f] += ranking.postings
     return {key: n / total for key, n in read.items()}
 
@@ -90,6 +116,11 @@ def compare_all(
 def _load(documents, config: BuildConfig) -> KnowledgePackage:  # type: ignore[no-untyped-def]
     files = compile_documents(documents, config).files()
     return load_package(files["manifest.json"], files.__getitem__)
+
+
+def _known(view: PackageView, text: str) -> list[str]:
+    """A query's analysed terms that the view indexes (repeats kept, as bm25s counts them)."""
+    return [t for t in view.analyzer.terms(text) if view.knows(t)]
 
 
 # --- a synthetic block full of ties ---------------------------------------------------------------
@@ -173,7 +204,7 @@ def test_a_budget_cut_says_truncated_and_returns_complete_scores(budget: int) ->
     blocks = synthetic_blocks()
     weights = {"a": 1.0, "b": 2.5}
     ids = list(range(0, 60, 2))
-    full = weighted_scores(blocks, ids, weights)
+    full = weighted_scores(block_lists(blocks, ids, weights))
     ranking = weighted_top_k(blocks, ids, weights, 10, max_postings=budget)
     assert ranking.truncated
     assert ranking.postings <= budget
@@ -223,27 +254,25 @@ def test_per_section_bounds_keep_within_their_memory() -> None:
 
 
 @pytest.fixture(scope="module", params=["fields", "bm25f"])
-def scifact(request: pytest.FixtureRequest) -> tuple[KnowledgePackage, list[list[int]]]:
+def scifact(request: pytest.FixtureRequest) -> tuple[PackageView, list[list[str]]]:
     if not SCIFACT.is_dir():
         pytest.skip(f"SciFact not found at {SCIFACT}")
     collection = load_beir(SCIFACT)
     config = BuildConfig(analyzer=AnalyzerConfig(language="english"), scoring=request.param)
-    package = _load(collection.documents, config)
-    queries = [
-        term_ids(package.analyzer.terms(q), package.term_ids) for q in collection.queries.values()
-    ]
-    return package, queries
+    view = _load(collection.documents, config).view(None)
+    queries = [_known(view, q) for q in collection.queries.values()]
+    return view, queries
 
 
 def test_scifact_top10_and_top50_equal_exhaustive_scoring(
-    scifact: tuple[KnowledgePackage, list[list[int]]],
+    scifact: tuple[PackageView, list[list[str]]],
 ) -> None:
     package, queries = scifact
-    weights = block_weights(package.blocks, DEFAULT_FIELD_WEIGHTS)
+    weights = block_weights(package.block_names, DEFAULT_FIELD_WEIGHTS)
     sections = len(package.sections)
     filters = [None, frozenset(range(0, sections, 3)), frozenset(range(0, sections, 97))]
     assert sum(len(ids) != len(set(ids)) for ids in queries) > 50  # repeated terms are covered
-    read = compare_all(package.blocks, queries, weights, filters, ScoreBounds())
+    read = compare_all(package, queries, weights, filters, ScoreBounds())
     # and it prunes: ~35 % of the postings at k=10, ~45-55 % at k=50 (a filter leaving 1 % of the
     # sections visible leaves little to prune: those few are scored nearly exhaustively)
     ceilings = {10: 0.45, DEFAULT_BM25_CANDIDATES: 0.65}
@@ -251,12 +280,12 @@ def test_scifact_top10_and_top50_equal_exhaustive_scoring(
 
 
 def test_scifact_queries_with_repeated_terms_equal_exhaustive_scoring(
-    scifact: tuple[KnowledgePackage, list[list[int]]],
+    scifact: tuple[PackageView, list[list[str]]],
 ) -> None:
     package, queries = scifact
-    weights = block_weights(package.blocks, DEFAULT_FIELD_WEIGHTS)
-    repeated = [ids + ids[: len(ids) // 2] for ids in queries[::5] if ids]
-    compare_all(package.blocks, repeated, weights, [None], ScoreBounds())
+    weights = block_weights(package.block_names, DEFAULT_FIELD_WEIGHTS)
+    repeated = [terms + terms[: len(terms) // 2] for terms in queries[::5] if terms]
+    compare_all(package, repeated, weights, [None], ScoreBounds())
 
 
 # --- the sample knowledge and its golden queries --------------------------------------------------
@@ -265,11 +294,11 @@ def test_scifact_queries_with_repeated_terms_equal_exhaustive_scoring(
 @pytest.mark.parametrize("scoring", ["bm25f", "fields"])
 def test_every_golden_query_equals_exhaustive_scoring(scoring: str) -> None:
     package = _load(load_knowledge(KNOWLEDGE).documents, BuildConfig(scoring=scoring))
-    weights = block_weights(package.blocks, DEFAULT_FIELD_WEIGHTS)
-    filters = [None] + [
-        visible_sections(package, Visibility(tenant, TODAY)) for tenant in (ALFA, BETA, "nobody")
-    ]
     golden = load_golden(GOLDEN)
-    queries = [term_ids(package.analyzer.terms(g.query), package.term_ids) for g in golden]
-    assert sum(bool(ids) for ids in queries) >= 80
-    compare_all(package.blocks, queries, weights, filters, ScoreBounds())
+    for tenant in (None, ALFA, BETA):  # each tenant's view: shared + its own partition
+        view = package.view(tenant)
+        weights = block_weights(view.block_names, DEFAULT_FIELD_WEIGHTS)
+        filters = [None, visible_sections(view, Visibility(tenant, TODAY))]
+        queries = [_known(view, g.query) for g in golden]
+        assert sum(bool(terms) for terms in queries) >= 80
+        compare_all(view, queries, weights, filters, ScoreBounds())

@@ -10,14 +10,15 @@ from router.stages.boosts import boost_factors, boosted
 
 
 def test_official_beats_draft_at_equal_score(package: KnowledgePackage) -> None:
-    trust = {i: package.documents[d].trust for i, d in enumerate(package.section_doc)}
+    view = package.view(None)
+    trust = {i: view.documents[d].trust for i, d in enumerate(view.section_doc)}
     draft = next(i for i, t in trust.items() if t == "draft")
     official = next(i for i, t in trust.items() if t == "official" and i > draft)
-    factors = boost_factors(package, [draft, official], DEFAULT_TRUST_WEIGHTS, set(), 0.3)
+    factors = boost_factors(view, [draft, official], DEFAULT_TRUST_WEIGHTS, set(), 0.3)
     assert factors == {draft: DEFAULT_TRUST_WEIGHTS["draft"], official: 1.0}
     ranked = boosted([(draft, 1.0), (official, 1.0)], factors)
     assert [s for s, _ in ranked] == [official, draft]  # draft has the lower index: not a tie-break
-    in_context = boost_factors(package, [draft], DEFAULT_TRUST_WEIGHTS, {draft}, 0.3)
+    in_context = boost_factors(view, [draft], DEFAULT_TRUST_WEIGHTS, {draft}, 0.3)
     assert in_context[draft] == pytest.approx(DEFAULT_TRUST_WEIGHTS["draft"] * 1.3)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from router.package.reader import KnowledgePackage
-from router.stages.graph import RELATION_WEIGHTS, GraphIndex, expand
+from router.stages.graph import RELATION_WEIGHTS, GraphIndex, LayeredGraph, expand
 
 
 def synthetic_graph(edges: dict[int, dict[int, str]]) -> GraphIndex:
@@ -50,9 +50,10 @@ def test_expand_stays_inside_the_allowed_sections() -> None:
 
 
 def test_expand_on_the_knowledge_graph_respects_the_bounds(package: KnowledgePackage) -> None:
-    graph: GraphIndex = package.derive("graph", GraphIndex)
-    seed = max(graph.edges, key=lambda s: len(graph.edges[s]))
-    assert len(graph.edges[seed]) > 3
+    [layer] = package.view(None).layers("graph", GraphIndex)
+    graph = LayeredGraph([layer])
+    seed = max(layer.edges, key=lambda s: len(layer.edges[s]))
+    assert len(layer.edges[seed]) > 3
     found = expand(graph, [(seed, 2.0)], None, depth=2, max_nodes=3)
     assert len(found) == 3 and seed not in [s for s, _, _ in found]
     assert [s for s, _, _ in found] == [s for s, _, _ in sorted(found, key=lambda f: -f[1])]

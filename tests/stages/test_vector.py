@@ -8,12 +8,13 @@ import pytest
 
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 from router.stages.vector import vector_search
 from router.vectors.hash_embedder import HashEmbedder
 from tests.common import ALFA, BETA
 
 
-def doc_tenant(package: KnowledgePackage, section: int) -> str:
+def doc_tenant(package: PackageView, section: int) -> str:
     return package.documents[package.section_doc[section]].tenant
 
 
@@ -28,9 +29,10 @@ def doc_tenant(package: KnowledgePackage, section: int) -> str:
 def test_vector_search_never_reaches_another_tenants_sections(
     vpackage: KnowledgePackage, vindex: LocalVectorIndex, tenant: str | None, query: str
 ) -> None:
-    found = asyncio.run(vector_search(vpackage, HashEmbedder(), vindex, query, tenant, 50))
+    view = vpackage.view(tenant)
+    found = asyncio.run(vector_search(view, HashEmbedder(), vindex, query, tenant, 50))
     assert len(found) == 50
-    assert {doc_tenant(vpackage, s) for s, _ in found} <= {"*", tenant}
+    assert {doc_tenant(view, s) for s, _ in found} <= {"*", tenant}
 
 
 @pytest.mark.parametrize(
@@ -43,6 +45,7 @@ def test_vector_search_never_reaches_another_tenants_sections(
 def test_vector_search_finds_the_asking_tenants_own_sections(
     vpackage: KnowledgePackage, vindex: LocalVectorIndex, tenant: str, query: str
 ) -> None:
-    found = asyncio.run(vector_search(vpackage, HashEmbedder(), vindex, query, tenant, 10))
-    assert doc_tenant(vpackage, found[0][0]) == tenant
+    view = vpackage.view(tenant)
+    found = asyncio.run(vector_search(view, HashEmbedder(), vindex, query, tenant, 10))
+    assert doc_tenant(view, found[0][0]) == tenant
     assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)

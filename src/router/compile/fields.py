@@ -1,4 +1,4 @@
-"""Weighted fields of a section (PRD §11) and their BM25 impacts: per field, or one BM25F block.
+"""Weighted fields of a section (PRD §11) and their BM25 postings: per field, or one BM25F block.
 
 Why both: per-field scoring keeps one posting block per field so the weights stay query-time
 configuration; BM25F folds the weights into the term frequencies before saturation, which is
@@ -7,12 +7,8 @@ better founded but bakes the weights into the package. docs/adr/0005 records the
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from math import log
 from typing import Any
-
-import bm25s
 
 from router.knowledge.model import Document, Section
 from router.knowledge.parser import strip_wikilinks
@@ -53,21 +49,11 @@ def section_fields(doc: Document, section: Section, first: bool) -> dict[str, st
     }
 
 
-def bm25_block(tokens: Sequence[list[str]], vocabulary: Mapping[str, int], params: Any) -> CscBlock:
-    """bm25s impacts of one field, re-indexed on the package's shared vocabulary."""
-    by_term: dict[int, list[tuple[int, float]]] = {}
-    if any(tokens):
-        retriever = bm25s.BM25(method=params.method, k1=params.k1, b=params.b)
-        retriever.index([list(t) for t in tokens], show_progress=False)
-        scores = retriever.scores
-        indptr, ids, data = scores["indptr"], scores["indices"], scores["data"]
-        for term, local in retriever.vocab_dict.items():
-            if term in vocabulary and local + 1 < len(indptr):
-                start, end = int(indptr[local]), int(indptr[local + 1])
-                by_term[vocabulary[term]] = [
-                    (int(ids[i]), float(data[i])) for i in range(start, end)
-                ]
-    return _csc(by_term, len(vocabulary))
+def bm25_block(
+    tokens: Sequence[list[str]], vocabulary: Mapping[str, int], params: Any, first_section: int = 0
+) -> CscBlock:
+    """BM25 of one field: BM25F with that field alone at weight 1 (bm25s's own formula)."""
+    return bm25f_block({"field": tokens}, {"field": 1.0}, vocabulary, params, first_section)
 
 
 def bm25f_block(
@@ -75,9 +61,15 @@ def bm25f_block(
     weights: Mapping[str, float],
     vocabulary: Mapping[str, int],
     params: Any,
+    first_section: int = 0,
 ) -> CscBlock:
     """BM25F (Robertson et al. 2004): weighted term frequency and length summed over fields,
-    one saturation, Lucene IDF over sections — the same formula bm25s applies to one field."""
+    one saturation — the term-frequency component bm25s applies to one field.
+
+    Stored per posting is that saturated frequency ``tfn`` only: the IDF is applied at query
+    time from the document frequencies of the partitions a query reads (docs/adr/0010), so one
+    tenant's documents never shift another's scores. Section numbers start at ``first_section``.
+    """
     num_sections = len(next(iter(field_tokens.values())))
     weighted_tf: list[dict[str, float]] = [{} for _ in range(num_sections)]
     lengths = [0.0] * num_sections
@@ -87,16 +79,19 @@ def bm25f_block(
             continue
         for section, terms in enumerate(tokens):
             lengths[section] += weight * len(terms)
+            counts = weighted_tf[section]
             for term in terms:
-                weighted_tf[section][term] = weighted_tf[section].get(term, 0.0) + weight
+                counts[term] = counts.get(term, 0.0) + weight
     average = sum(lengths) / max(1, num_sections) or 1.0
-    df = Counter(term for counts in weighted_tf for term in counts)
+    k1, b = params.k1, params.b
+    boost = k1 + 1 if params.method == "atire" else 1.0  # ATIRE's tfc keeps the (k1 + 1)
     by_term: dict[int, list[tuple[int, float]]] = {}
     for section, counts in enumerate(weighted_tf):
-        norm = params.k1 * (1 - params.b + params.b * lengths[section] / average)
+        norm = k1 * (1 - b + b * lengths[section] / average)
         for term, tf in counts.items():
-            idf = log(1 + (num_sections - df[term] + 0.5) / (df[term] + 0.5))
-            by_term.setdefault(vocabulary[term], []).append((section, idf * tf / (tf + norm)))
+            by_term.setdefault(vocabulary[term], []).append(
+                (first_section + section, boost * tf / (tf + norm))
+            )
     return _csc(by_term, len(vocabulary))
 
 

@@ -1,8 +1,9 @@
-"""Compiles documents into a knowledge package: analyzer + bm25s impacts + catalog + manifest.
+"""Compiles documents into a knowledge package: per partition, analyzer + BM25 postings + catalog.
 
-Why bm25s here and not at run time: bm25s (numpy) computes the BM25 impacts once at build time;
-the Worker only sums precomputed impacts (decision 1, docs/adr/0001). PyStemmer stems here and
-its output is checked against the pure-Python snowballstemmer used at run time.
+Why the work is here and not at run time: the saturated term frequencies of BM25 are computed
+once at build time, so the Worker only multiplies them by the query's IDF and sums (docs/adr/0001,
+0010). PyStemmer stems here and its output is checked against the pure-Python snowballstemmer used
+at run time.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from router.analysis.text import fold, has_diacritics
 from router.checks import check_choice, check_range, check_weights
 from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fields
 from router.errors import ConfigError
-from router.knowledge.model import Document, Section
+from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
+from router.package.partitions import PartitionEntry, partition_file, partition_key
 from router.package.postings import encode_blocks, encode_postings
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
@@ -128,73 +130,187 @@ def compile_documents(
     source: dict[str, Any] | None = None,
     embeddings: SectionEmbeddings | None = None,
 ) -> CompiledPackage:
-    """Build the package; same documents, config and vectors → byte-identical artifacts."""
+    """Build the package; same documents, config and vectors → byte-identical artifacts.
+
+    Documents are compiled per partition (the shared one, then one per tenant; docs/adr/0010):
+    each partition has its own vocabulary, statistics, accent lexicon and typo words, so nothing
+    of one tenant's documents reaches another tenant's queries.
+    """
     config = config or BuildConfig()
     if not documents:
         raise ConfigError("no documents to index")
-    fields = [
-        section_fields(doc, section, index == 0)
-        for doc in documents
-        for index, section in enumerate(doc.sections)
-    ]
-    texts = [_joined(f) for f in fields]
-    build_stem = _pystemmer(config.analyzer.language)
-    lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
-    analyzer = Analyzer(config.analyzer, stem=build_stem, accent_lexicon=lexicon)
-    check_stemmer_equality(analyzer.vocabulary_words(texts), config.analyzer)
-    field_tokens = {
-        name: [analyzer.terms(f[name]) if f[name] else [] for f in fields] for name in FIELD_NAMES
-    }
-    terms = sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
-    vocabulary = {term: i for i, term in enumerate(terms)}
-    blocks = _posting_blocks(field_tokens, vocabulary, config)
-    bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
-    artifacts = {
-        "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
-        "terms.json": dumps_json(terms),
-        "lexicon.json": dumps_json(lexicon),
-        "postings.bin": encode_blocks(
-            {name: encode_postings(*block, len(texts)) for name, block in blocks.items()}
+    rows = _embedding_rows(documents, embeddings)
+    check_stemmer_equality(
+        Analyzer(config.analyzer).vocabulary_words(
+            section_index_text(doc, section, index == 0)
+            for doc in documents
+            for index, section in enumerate(doc.sections)
         ),
-        "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
-        **encode_texts(bodies),
-    }
+        config.analyzer,
+    )
+    build_stem = _pystemmer(config.analyzer.language)
+    artifacts: dict[str, bytes] = {}
+    entries: list[PartitionEntry] = []
+    shared_lexicon: dict[str, str] = {}
+    shared_sections = 0
+    blocks: list[str] = []
+    totals = Counter[str]()
+    for tenant, members in _partitions(documents):
+        key = partition_key(tenant)
+        first_section = shared_sections if entries else 0
+        compiled = _compile_partition(
+            members,
+            config,
+            build_stem,
+            shared_lexicon,
+            first_section,
+            synonyms if not entries else (),
+            _partition_vectors(members, rows, embeddings),
+        )
+        if not entries:
+            shared_lexicon, shared_sections = compiled.lexicon, compiled.sections
+        artifacts.update({partition_file(key, name): blob for name, blob in compiled.files.items()})
+        entries.append(PartitionEntry(key, tenant, len(members), compiled.sections, first_section))
+        blocks = compiled.blocks
+        totals.update(compiled.counts)
     embedding = None
     if embeddings is not None:
-        if len(embeddings.rows) != len(texts):
-            raise ConfigError(f"{len(embeddings.rows)} vectors for {len(texts)} sections")
-        artifacts[VECTORS_NAME] = encode_vectors(embeddings.rows, embeddings.dimensions)
         embedding = {"model": embeddings.model, "dimensions": embeddings.dimensions}
     counts = {
         "documents": len(documents),
-        "sections": len(texts),
-        "terms": len(terms),
-        "postings": sum(len(block[1]) for block in blocks.values()),
+        **{k: totals[k] for k in ("sections", "terms", "postings")},
     }
+    counts["partitions"] = len(entries)
     manifest = Manifest.create(
         artifacts,
         config.analyzer.to_dict(),
         config.bm25.to_dict(),
         counts,
         source or {},
-        index=config.index_dict(list(blocks)),
+        index=config.index_dict(blocks),
         embedding=embedding,
+        partitions=tuple(entries),
     )
     return CompiledPackage(manifest, artifacts)
 
 
+@dataclass(frozen=True)
+class _Partition:
+    """One compiled partition: its files (unprefixed), accent lexicon, sizes and block names."""
+
+    files: dict[str, bytes]
+    lexicon: dict[str, str]
+    sections: int
+    blocks: list[str]
+    counts: dict[str, int]
+
+
+def _partitions(documents: Sequence[Document]) -> list[tuple[str, list[Document]]]:
+    """(tenant, its documents in input order): the shared partition first (even when empty, so
+    an anonymous caller always has one), then the tenants in the order of their keys."""
+    groups: dict[str, list[Document]] = {ALL_TENANTS: []}
+    for doc in documents:
+        groups.setdefault(doc.tenant, []).append(doc)
+    tenants = sorted((t for t in groups if t != ALL_TENANTS), key=partition_key)
+    return [(ALL_TENANTS, groups[ALL_TENANTS])] + [(t, groups[t]) for t in tenants]
+
+
+def _compile_partition(
+    documents: Sequence[Document],
+    config: BuildConfig,
+    build_stem: Any,
+    shared_lexicon: Mapping[str, str],
+    first_section: int,
+    synonyms: Sequence[Sequence[str]],
+    vectors: bytes | None,
+) -> _Partition:
+    """A partition's files. A tenant partition analyses with its own accent lexicon under the
+    shared one (shared spellings win), which is exactly the analyzer its queries get."""
+    fields = [
+        section_fields(doc, section, index == 0)
+        for doc in documents
+        for index, section in enumerate(doc.sections)
+    ]
+    texts = [_joined(f) for f in fields]
+    lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
+    analyzer = Analyzer(
+        config.analyzer, stem=build_stem, accent_lexicon={**lexicon, **shared_lexicon}
+    )
+    field_tokens = {
+        name: [analyzer.terms(f[name]) if f[name] else [] for f in fields] for name in FIELD_NAMES
+    }
+    terms = sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
+    vocabulary = {term: i for i, term in enumerate(terms)}
+    blocks = _posting_blocks(field_tokens, vocabulary, config, first_section)
+    bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
+    files = {
+        "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
+        "terms.json": dumps_json(terms),
+        "lexicon.json": dumps_json(lexicon),
+        "postings.bin": encode_blocks(
+            {
+                name: encode_postings(*block, first_section + len(texts))
+                for name, block in blocks.items()
+            }
+        ),
+        "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
+        **encode_texts(bodies),
+    }
+    if vectors is not None:
+        files[VECTORS_NAME] = vectors
+    counts = {
+        "sections": len(texts),
+        "terms": len(terms),
+        "postings": sum(len(block[1]) for block in blocks.values()),
+    }
+    return _Partition(files, lexicon, len(texts), list(blocks), counts)
+
+
+def _embedding_rows(
+    documents: Sequence[Document], embeddings: SectionEmbeddings | None
+) -> dict[int, Sequence[Sequence[float]]] | None:
+    """Each document's section vectors (by ``id(doc)``), cut from the rows in input order."""
+    if embeddings is None:
+        return None
+    total = sum(len(doc.sections) for doc in documents)
+    if len(embeddings.rows) != total:
+        raise ConfigError(f"{len(embeddings.rows)} vectors for {total} sections")
+    rows: dict[int, Sequence[Sequence[float]]] = {}
+    start = 0
+    for doc in documents:
+        rows[id(doc)] = embeddings.rows[start : start + len(doc.sections)]
+        start += len(doc.sections)
+    return rows
+
+
+def _partition_vectors(
+    members: Sequence[Document],
+    rows: dict[int, Sequence[Sequence[float]]] | None,
+    embeddings: SectionEmbeddings | None,
+) -> bytes | None:
+    """``vectors.bin`` of one partition: its documents' section vectors, in partition order."""
+    if rows is None or embeddings is None:
+        return None
+    flat = [row for doc in members for row in rows[id(doc)]]
+    return encode_vectors(flat, embeddings.dimensions)
+
+
 def _posting_blocks(
-    field_tokens: dict[str, list[list[str]]], vocabulary: dict[str, int], config: BuildConfig
+    field_tokens: dict[str, list[list[str]]],
+    vocabulary: dict[str, int],
+    config: BuildConfig,
+    first_section: int,
 ) -> dict[str, CscBlock]:
-    """One block per non-empty field, or the single BM25F block."""
+    """One block per field (every field, so that all partitions have the same blocks), or the
+    single BM25F block."""
     if config.scoring == "bm25f":
-        return {
-            BM25F_BLOCK: bm25f_block(field_tokens, config.field_weights, vocabulary, config.bm25)
-        }
+        block = bm25f_block(
+            field_tokens, config.field_weights, vocabulary, config.bm25, first_section
+        )
+        return {BM25F_BLOCK: block}
     return {
-        name: bm25_block(tokens, vocabulary, config.bm25)
+        name: bm25_block(tokens, vocabulary, config.bm25, first_section)
         for name, tokens in field_tokens.items()
-        if any(tokens)
     }
 
 

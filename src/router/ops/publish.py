@@ -24,6 +24,7 @@ from typing import Any
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
 from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.partitions import partition_file
 from router.package.reader import KnowledgePackage, load_package
 from router.ports import (
     BlobStore,
@@ -47,6 +48,7 @@ __all__ = [
     "PublishTarget",
     "blob_step",
     "catalog_rows",
+    "package_catalog",
     "plan_steps",
     "publish",
     "publish_package",
@@ -173,8 +175,8 @@ def plan_steps(
     steps.append(VERIFY_STEP)
     if rows:
         steps.append(ROWS_STEP)
-    if vectors and package.vectors is not None:
-        batches = -(-len(package.sections) // vector_batch)
+    if vectors and package.has_vectors:
+        batches = -(-package.manifest.counts["sections"] // vector_batch)
         steps.extend(vector_step(batch) for batch in range(batches))
     if activate_now:
         steps.append(ACTIVATE_STEP)
@@ -206,8 +208,8 @@ async def publish(
         vector_batch=target.vector_batch,
     )
     report = PublishReport(version=version, target=target.name, steps=steps)
-    if package.vectors is not None and target.vectors is None:
-        report.vectors_skipped = len(package.sections)
+    if package.has_vectors and target.vectors is None:
+        report.vectors_skipped = package.manifest.counts["sections"]
     records: list[VectorRecord] = []
     done = await journal.done(target.name, version)
     for step in steps:
@@ -256,7 +258,7 @@ async def _run_step(
         await _verify(files, package.manifest, target, journal)
     elif step == ROWS_STEP:
         assert target.relational is not None
-        catalog = json.loads(files["catalog.json"])
+        catalog = package_catalog(files, package.manifest)
         await target.relational.record_version(version, files[MANIFEST_NAME], catalog_rows(catalog))
     elif step.startswith("vectors:"):
         assert target.vectors is not None
@@ -306,6 +308,18 @@ async def publish_package(
             raise exc.cause from exc
         raise
     return report.version
+
+
+def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, Any]:
+    """The partitions' catalogs as one, in package-wide numbering (the partitions in order)."""
+    documents: list[dict[str, Any]] = []
+    sections: list[dict[str, Any]] = []
+    for entry in manifest.partitions:
+        catalog = json.loads(files[partition_file(entry.key, "catalog.json")])
+        first_doc = len(documents)
+        documents += catalog["documents"]
+        sections += [{**s, "doc": s["doc"] + first_doc} for s in catalog["sections"]]
+    return {"documents": documents, "sections": sections}
 
 
 def catalog_rows(catalog: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -14,10 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError
+from router.package.partitions import (
+    PARTITION_FILES,
+    PartitionEntry,
+    check_partitions,
+    partition_file,
+    partition_of,
+)
 from router.package.texts import is_text_chunk
 
 __all__ = [
-    "ARTIFACT_NAMES",
     "FORMAT_VERSION",
     "MANIFEST_NAME",
     "VECTORS_NAME",
@@ -28,15 +34,7 @@ __all__ = [
 
 FORMAT_VERSION = 3
 MANIFEST_NAME = "manifest.json"
-ARTIFACT_NAMES: tuple[str, ...] = (
-    "catalog.json",
-    "terms.json",
-    "lexicon.json",
-    "postings.bin",
-    "surface.json",
-    "texts.bin",
-)
-VECTORS_NAME = "vectors.bin"  # present when the manifest names an embedding model
+VECTORS_NAME = "vectors.bin"  # in every partition when the manifest names an embedding model
 
 
 def sha256_hex(data: bytes) -> str:
@@ -61,21 +59,28 @@ class Manifest:
     source: dict[str, Any] = field(default_factory=dict)
     index: dict[str, Any] = field(default_factory=dict)  # scoring, blocks, field weights
     embedding: dict[str, Any] | None = None  # {"model", "dimensions"} of vectors.bin
+    partitions: tuple[PartitionEntry, ...] = ()  # shared first, then tenants by key
 
     @property
     def artifact_names(self) -> tuple[str, ...]:
-        """Artifacts this package must have: the fixed set plus vectors when embedded."""
-        return ARTIFACT_NAMES + ((VECTORS_NAME,) if self.embedding else ())
+        """Artifacts this package must have: each partition's files, vectors when embedded."""
+        names = PARTITION_FILES + ((VECTORS_NAME,) if self.embedding else ())
+        return tuple(partition_file(p.key, name) for p in self.partitions for name in names)
 
     @property
     def lazy_names(self) -> tuple[str, ...]:
         """Artifacts read only when a query needs them (the section text chunks)."""
         return tuple(sorted(name for name in self.artifacts if is_text_chunk(name)))
 
+    def partition(self, key: str) -> PartitionEntry | None:
+        return next((p for p in self.partitions if p.key == key), None)
+
     def names_to_read(self, *, with_vectors: bool = True, with_lazy: bool = False) -> list[str]:
         """The artifacts a reader fetches: the required ones (without ``vectors.bin`` unless
         ``with_vectors``), and the lazily read chunks too when copying a whole package."""
-        names = [n for n in self.artifact_names if with_vectors or n != VECTORS_NAME]
+        names = [
+            n for n in self.artifact_names if with_vectors or partition_of(n)[1] != VECTORS_NAME
+        ]
         return names + list(self.lazy_names) if with_lazy else names
 
     @classmethod
@@ -88,6 +93,7 @@ class Manifest:
         source: dict[str, Any],
         index: dict[str, Any] | None = None,
         embedding: dict[str, Any] | None = None,
+        partitions: tuple[PartitionEntry, ...] = (),
     ) -> Manifest:
         listing = {
             name: {"sha256": sha256_hex(blob), "bytes": len(blob)}
@@ -101,11 +107,21 @@ class Manifest:
                 "bm25": bm25,
                 "index": index,
                 "embedding": embedding,
+                "partitions": [p.to_dict() for p in partitions],
             }
         )
         version = "kv-" + sha256_hex(identity)[:16]
         return cls(
-            version, FORMAT_VERSION, analyzer, bm25, counts, listing, source, index, embedding
+            version,
+            FORMAT_VERSION,
+            analyzer,
+            bm25,
+            counts,
+            listing,
+            source,
+            index,
+            embedding,
+            tuple(partitions),
         )
 
     def to_bytes(self) -> bytes:
@@ -120,6 +136,7 @@ class Manifest:
                 "source": self.source,
                 "index": self.index,
                 "embedding": self.embedding,
+                "partitions": [p.to_dict() for p in self.partitions],
             }
         )
 
@@ -137,6 +154,7 @@ class Manifest:
                 source=dict(data.get("source", {})),
                 index=dict(data.get("index", {})),
                 embedding=dict(data["embedding"]) if data.get("embedding") else None,
+                partitions=tuple(PartitionEntry.from_dict(p) for p in data["partitions"]),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PackageFormatError(f"manifest.json is malformed: {exc}") from exc
@@ -145,6 +163,10 @@ class Manifest:
                 f"package format {manifest.format_version} is not supported "
                 f"(this router reads format {FORMAT_VERSION})"
             )
+        check_partitions(manifest.partitions)
+        keys = {p.key for p in manifest.partitions}
+        if any(partition_of(name)[0] not in keys for name in manifest.artifacts):
+            raise PackageFormatError("manifest lists an artifact of no partition")
         missing = [name for name in manifest.artifact_names if name not in manifest.artifacts]
         if missing:
             raise PackageFormatError(f"manifest lists no {', '.join(missing)}")

@@ -1,4 +1,4 @@
-"""Decoder of a knowledge package into the read-only structures the runtime queries.
+"""Decoder of a knowledge package into its partitions, and the per-tenant views queries read.
 
 Why verify on load: the blob store may hold a partial upload or a corrupted object; every
 artifact is checked against the manifest's sha256 before anything is decoded, so a bad package is
@@ -8,62 +8,70 @@ refused as a whole and the previously loaded version keeps serving.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
-from router.analysis.analyzer import Analyzer, AnalyzerConfig
-from router.analysis.text import fold
 from router.errors import PackageFormatError
-from router.knowledge.model import Document, Link, Section
+from router.knowledge.model import ALL_TENANTS, Document, Link, Section
 from router.package.manifest import VECTORS_NAME, Manifest
+from router.package.partitions import (
+    SHARED_PARTITION,
+    PartitionEntry,
+    partition_file,
+    partition_key,
+)
 from router.package.postings import Postings, decode_blocks
 from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, SectionTexts
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
+from router.package.view import ExactTarget, PackageView, ViewPart, compose_view
 
-__all__ = ["ExactTarget", "KnowledgePackage", "load_package"]
+__all__ = ["ExactTarget", "KnowledgePackage", "Partition", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
 
+VIEW_CACHE_ENTRIES = 32
+"""Tenant views an isolate keeps composed (each holds its derived indexes)."""
 
-@dataclass(frozen=True)
-class ExactTarget:
-    """What an exact key resolves to: a document, a section or a fact of a document."""
 
-    kind: str  # "document" | "section" | "alias" | "title" | "fact"
-    doc_index: int
-    section_index: int | None = None
-    fact: str | None = None
+@dataclass
+class Partition:
+    """One decoded partition: its documents, sections, terms, postings and text store."""
+
+    entry: PartitionEntry
+    documents: list[Document]
+    section_doc: list[int]  # partition-local document index of each section
+    doc_first_section: list[int]  # partition-local first section of each document
+    sections: list[Section]
+    term_ids: dict[str, int]
+    blocks: dict[str, Postings]  # field name (or "bm25f") → posting block
+    lexicon: dict[str, str]
+    surface_words: list[tuple[str, str]]  # (word, term), typo repair
+    texts: SectionTexts
+    synonyms: list[list[str]]
+    vectors: SectionVectors | None = None
+    derived: dict[str, Any] = field(default_factory=dict)  # per-partition layers of indexes
+
+    @property
+    def key(self) -> str:
+        return self.entry.key
+
+    @property
+    def first_section(self) -> int:
+        return self.entry.first_section
 
 
 @dataclass
 class KnowledgePackage:
-    """One loaded knowledge version: documents, sections, postings, analyzer, exact keys."""
+    """One loaded knowledge version: its partitions, and a view per tenant for queries."""
 
     manifest: Manifest
-    documents: list[Document]
-    section_doc: list[int]
-    sections: list[Section]
-    term_ids: dict[str, int]
-    blocks: dict[str, Postings]  # field name (or "bm25f") → posting block
-    analyzer: Analyzer
-    texts: SectionTexts
-    surface_words: list[tuple[str, str]] = field(default_factory=list)  # (word, term), typo repair
-    vectors: SectionVectors | None = None
-    synonyms: list[list[str]] = field(default_factory=list)
-    exact: dict[str, list[ExactTarget]] = field(default_factory=dict)
+    partitions: list[Partition]  # shared first, then tenants by key
     byte_size: int = 0
-    impact_bounds: dict[tuple[int, int], float] = field(default_factory=dict)  # memoised maxima
-    visible_docs: dict[Any, frozenset[int]] = field(default_factory=dict)  # filter → doc indices
-    derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
-
-    def derive(self, name: str, build: Callable[[KnowledgePackage], Any]) -> Any:
-        """An index derived from this package (keyword, graph, fuzzy...), built once, lazily."""
-        found = self.derived.get(name)
-        if found is None:
-            found = self.derived[name] = build(self)
-        return found
+    _views: OrderedDict[str | None, PackageView] = field(default_factory=OrderedDict, repr=False)
 
     @property
     def version(self) -> str:
@@ -73,23 +81,56 @@ class KnowledgePackage:
     def embedding_model(self) -> str | None:
         return self.manifest.embedding.get("model") if self.manifest.embedding else None
 
-    def first_section(self, doc_index: int) -> int:
-        return self._doc_first_section[doc_index]
+    def view(self, tenant: str | None) -> PackageView:
+        """What ``tenant`` sees: the shared partition and its own (only the shared one for an
+        anonymous caller or a tenant without documents); composed once, kept in a small LRU."""
+        key = partition_key(tenant) if tenant and tenant != ALL_TENANTS else SHARED_PARTITION
+        found = self._views.get(key)
+        if found is not None:
+            self._views.move_to_end(key)
+            return found
+        chosen = [0] + [i for i, p in enumerate(self.partitions) if i and p.key == key]
+        parts = tuple(self._part(i) for i in chosen)
+        shared = self.view(None) if len(parts) > 1 else None
+        view = self._views[key] = compose_view(self.manifest, parts, shared)
+        while len(self._views) > VIEW_CACHE_ENTRIES:
+            self._views.popitem(last=False)
+        return view
 
-    def doc_sections(self, doc_index: int) -> range:
-        """The section indices of one document (they are contiguous)."""
-        first = self._doc_first_section[doc_index]
-        return range(first, first + len(self.documents[doc_index].sections))
+    def _part(self, index: int) -> ViewPart:
+        shared = self.partitions[0]
+        partition = self.partitions[index]
+        first_global = sum(len(p.sections) for p in self.partitions[:index])
+        return ViewPart(partition, len(shared.documents) if index else 0, first_global)
 
-    def __post_init__(self) -> None:
-        self._doc_first_section: list[int] = []
-        seen: set[int] = set()
-        for section_index, doc_index in enumerate(self.section_doc):
-            if doc_index not in seen:
-                seen.add(doc_index)
-                self._doc_first_section.append(section_index)
-        if not self.exact:
-            self.exact = _exact_keys(self)
+    # -- the whole version (publish, vector records, diagnostics), in global numbering ---------
+
+    @property
+    def documents(self) -> list[Document]:
+        return [doc for p in self.partitions for doc in p.documents]
+
+    @property
+    def sections(self) -> list[Section]:
+        return [section for p in self.partitions for section in p.sections]
+
+    @property
+    def section_doc(self) -> list[int]:
+        """Global document index of each section, in global section order."""
+        found: list[int] = []
+        first_doc = 0
+        for p in self.partitions:
+            found += [first_doc + d for d in p.section_doc]
+            first_doc += len(p.documents)
+        return found
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether every partition's section vectors were read (embedded and not left unread)."""
+        return all(p.vectors is not None for p in self.partitions)
+
+    @property
+    def vector_dimensions(self) -> int:
+        return int((self.manifest.embedding or {}).get("dimensions", 0))
 
 
 def load_package(
@@ -102,8 +143,9 @@ def load_package(
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
-    ``with_vectors=False`` leaves ``vectors.bin`` unread: a server whose vector index is remote
-    (Vectorize) never needs the section vectors in memory (SciFact's are 8 MB of the isolate).
+    Every partition is verified and decoded here, so a damaged one refuses the whole version
+    (the previous one keeps serving). ``with_vectors=False`` leaves ``vectors.bin`` unread: a
+    server whose vector index is remote (Vectorize) never needs the section vectors in memory.
     Section texts are never decoded here: their chunks are read when a query quotes them, with
     ``fetch_chunk`` (async; e.g. an R2 read) or else with ``fetch``, and verified on arrival.
     """
@@ -112,48 +154,84 @@ def load_package(
         name: manifest.verify(name, fetch(name))
         for name in manifest.names_to_read(with_vectors=with_vectors)
     }
+    read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
+    partitions = [
+        _decode_partition(manifest, entry, blobs, read_chunk, text_cache_bytes)
+        for entry in manifest.partitions
+    ]
+    return KnowledgePackage(
+        manifest=manifest,
+        partitions=partitions,
+        byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
+    )
+
+
+def _decode_partition(
+    manifest: Manifest,
+    entry: PartitionEntry,
+    blobs: dict[str, bytes],
+    read_chunk: ChunkFetcher,
+    text_cache_bytes: int,
+) -> Partition:
+    """One partition's files, checked against each other and against the manifest."""
+
+    def blob(name: str) -> bytes:
+        return blobs[partition_file(entry.key, name)]
+
     try:
-        catalog = json.loads(blobs["catalog.json"])
-        terms = json.loads(blobs["terms.json"])
-        lexicon = json.loads(blobs["lexicon.json"])
-        surface = [(str(word), str(stem)) for word, stem in json.loads(blobs["surface.json"])]
-    except (ValueError, TypeError) as exc:
-        raise PackageFormatError(f"package JSON is malformed: {exc}") from exc
-    blocks = decode_blocks(blobs["postings.bin"])
+        catalog = json.loads(blob("catalog.json"))
+        terms = json.loads(blob("terms.json"))
+        lexicon = {str(k): str(v) for k, v in json.loads(blob("lexicon.json")).items()}
+        surface = [(str(word), str(stem)) for word, stem in json.loads(blob("surface.json"))]
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
+    blocks = decode_blocks(blob("postings.bin"))
     documents, sections, section_doc = _decode_catalog(catalog)
-    if not blocks or any(
-        p.num_sections != len(sections) or p.num_terms != len(terms) for p in blocks.values()
+    id_space = entry.first_section + len(sections)
+    if (
+        not blocks
+        or len(sections) != entry.sections
+        or len(documents) != entry.documents
+        or any(p.num_sections != id_space or p.num_terms != len(terms) for p in blocks.values())
     ):
-        raise PackageFormatError("postings.bin does not match the catalog and term list")
-    vectors = decode_vectors(blobs[VECTORS_NAME]) if VECTORS_NAME in blobs else None
+        raise PackageFormatError(f"partition {entry.key}: postings do not match its catalog")
+    vectors_name = partition_file(entry.key, VECTORS_NAME)
+    vectors = decode_vectors(blobs[vectors_name]) if vectors_name in blobs else None
     if vectors is not None and (
         vectors.count != len(sections)
         or manifest.embedding is None
         or vectors.dimensions != int(manifest.embedding.get("dimensions", -1))
     ):
-        raise PackageFormatError("vectors.bin does not match the sections or the manifest")
-    analyzer = Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon)
-    text_index = decode_text_index(blobs[TEXTS_INDEX_NAME])
+        raise PackageFormatError(f"partition {entry.key}: vectors do not match its sections")
+    text_index = decode_text_index(blob(TEXTS_INDEX_NAME))
     if text_index.sections != len(sections):
-        raise PackageFormatError("texts.bin does not match the catalog's sections")
-    if any(name not in manifest.artifacts for name in text_index.chunk_names()):
-        raise PackageFormatError("manifest lists fewer text chunks than texts.bin")
-    return KnowledgePackage(
-        manifest=manifest,
+        raise PackageFormatError(f"partition {entry.key}: texts.bin does not match its catalog")
+    chunk_names = [partition_file(entry.key, n) for n in text_index.chunk_names()]
+    if any(name not in manifest.artifacts for name in chunk_names):
+        raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer text chunks")
+
+    async def read_own_chunk(name: str) -> bytes:
+        return await read_chunk(partition_file(entry.key, name))
+
+    return Partition(
+        entry=entry,
         documents=documents,
         section_doc=section_doc,
+        doc_first_section=_first_sections(documents),
         sections=sections,
         term_ids={term: index for index, term in enumerate(terms)},
         blocks=blocks,
-        analyzer=analyzer,
-        texts=SectionTexts(
-            text_index, _chunk_reader(manifest, fetch, fetch_chunk), text_cache_bytes
-        ),
+        lexicon=lexicon,
         surface_words=surface,
-        vectors=vectors,
+        texts=SectionTexts(text_index, read_own_chunk, text_cache_bytes),
         synonyms=[list(g) for g in catalog.get("synonyms", [])],
-        byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
+        vectors=vectors,
     )
+
+
+def _first_sections(documents: list[Document]) -> list[int]:
+    """Each document's first section, partition-local (a document's sections are contiguous)."""
+    return list(accumulate((len(d.sections) for d in documents), initial=0))[: len(documents)]
 
 
 def _chunk_reader(
@@ -212,25 +290,3 @@ def _decode_catalog(catalog: dict[str, Any]) -> tuple[list[Document], list[Secti
     except (KeyError, TypeError, ValueError) as exc:
         raise PackageFormatError(f"catalog.json is malformed: {exc!r}") from exc
     return documents, sections, section_doc
-
-
-def _exact_keys(package: KnowledgePackage) -> dict[str, list[ExactTarget]]:
-    """Folded id / section id / alias / title / fact address → targets (case-insensitive)."""
-    keys: dict[str, list[ExactTarget]] = {}
-
-    def add(key: str, target: ExactTarget) -> None:
-        keys.setdefault(fold(key).strip(), []).append(target)
-
-    for doc_index, doc in enumerate(package.documents):
-        add(doc.semantic_id, ExactTarget("document", doc_index))
-        add(doc.title, ExactTarget("title", doc_index))
-        for alias in doc.aliases:
-            add(alias, ExactTarget("alias", doc_index))
-        for name in doc.facts:
-            add(f"{doc.semantic_id}.{name}", ExactTarget("fact", doc_index, fact=name))
-    for section_index, section in enumerate(package.sections):
-        add(
-            section.section_id,
-            ExactTarget("section", package.section_doc[section_index], section_index),
-        )
-    return keys

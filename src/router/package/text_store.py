@@ -16,7 +16,13 @@ from dataclasses import dataclass
 
 from router.package.texts import TextIndex, chunk_name
 
-__all__ = ["DEFAULT_TEXT_CACHE_BYTES", "ChunkFetcher", "SectionTexts", "TextReads"]
+__all__ = [
+    "DEFAULT_TEXT_CACHE_BYTES",
+    "ChunkFetcher",
+    "SectionTexts",
+    "TextReads",
+    "loop_running",
+]
 
 DEFAULT_TEXT_CACHE_BYTES = 4 * 1024 * 1024
 """Chunk bytes an isolate keeps between queries (about 256 chunks of 16 KiB)."""
@@ -76,7 +82,7 @@ class SectionTexts:
         if not chunk_ids:
             return {}
         names = [chunk_name(c) for c in chunk_ids]
-        if _loop_running() and len(names) > 1:
+        if loop_running() and len(names) > 1:
             blobs = await asyncio.gather(*(self._fetch(name) for name in names))
         else:  # driven without an event loop (run_sync): the fetches never suspend
             blobs = [await self._fetch(name) for name in names]
@@ -90,7 +96,8 @@ class SectionTexts:
             self._held -= len(dropped)
 
 
-def _loop_running() -> bool:
+def loop_running() -> bool:
+    """Whether an event loop drives this call (else fetches are awaited one by one)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -52,8 +52,11 @@ def chunk_name(chunk: int) -> str:
 
 
 def is_text_chunk(name: str) -> bool:
-    """True for a chunk file (read lazily, never with the rest of the package)."""
-    return name.startswith(_CHUNK_PREFIX) and name.endswith(_CHUNK_SUFFIX)
+    """True for a chunk file, ``<partition>.texts-NNNNN.bin`` or bare (read lazily, never with
+    the rest of the package)."""
+    if not name.endswith(_CHUNK_SUFFIX):
+        return False
+    return name[: -len(_CHUNK_SUFFIX)].rpartition(".")[2].startswith(_CHUNK_PREFIX)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Stage — BM25 over the compiled impacts, in pure Python (no numpy; runs in the Worker).
 
-Why this shape: bm25s already computed each (term, section) impact at build time, so a query is
-a sum of posting lists. Each query token counts once per occurrence, exactly like bm25s, so the
+Why this shape: the build stored each (term, section) saturated term frequency, so a query is a
+sum of posting lists, each weighted by the term's IDF over the partitions in view (computed here,
+per query, docs/adr/0010). Each query token counts once per occurrence, exactly like bm25s, so the
 top-k ids and scores equal bm25s's (tests/comparison/test_bm25_equivalence.py).
 
 The served path (exact dynamic pruning within a postings budget) is ``router.stages.bm25_pruning``;
@@ -12,23 +13,90 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from math import log
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from router.package.fields import BM25F_BLOCK
 from router.package.postings import Postings
 
+if TYPE_CHECKING:
+    from router.package.view import PackageView
+
 __all__ = [
+    "QueryList",
     "accumulate",
+    "block_lists",
     "block_weights",
+    "bm25_method",
     "bm25_scores",
+    "idf",
     "max_impact",
+    "query_lists",
     "term_ids",
     "top_k",
     "weighted_scores",
 ]
 
 _SCORE = itemgetter(1)
+
+QueryList = tuple[Postings, int, float]
+"""One posting list a query reads: (block, term id in it, weight). The weight is what each
+stored impact is multiplied by: the query's count of the term × the field weight × the IDF."""
+
+
+def idf(method: str, sections: int, df: int) -> float:
+    """BM25's inverse document frequency, as bm25s computes it for ``method``.
+
+    ``sections`` and ``df`` are those of the partitions a query reads together (docs/adr/0010):
+    the shared partition's plus the caller's own, never another tenant's.
+    """
+    if df <= 0:
+        return 0.0
+    if method == "atire":
+        return log(sections / df)
+    inner = (sections - df + 0.5) / (df + 0.5)
+    if method == "robertson":
+        return log(max(inner, 1.0))
+    return log(1 + inner)  # lucene
+
+
+def bm25_method(view: PackageView) -> str:
+    """The BM25 variant the package was built with (its IDF is computed per query)."""
+    return str(view.manifest.bm25.get("method", "lucene"))
+
+
+def query_lists(
+    view: PackageView, terms: Sequence[str], weights: Mapping[str, float], method: str
+) -> list[QueryList]:
+    """The posting lists of a query over a view: per weighted block, per distinct term (counted
+    as often as the query repeats it, bm25s semantics), one list per partition holding it."""
+    lists: list[QueryList] = []
+    counts = Counter(terms)
+    sections = view.num_sections
+    for name, weight in weights.items():
+        for term, count in counts.items():
+            found = view.posting_lists(term, name)
+            if not found:
+                continue
+            df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
+            w = count * weight * idf(method, sections, df)
+            lists.extend((postings, term_id, w) for postings, term_id in found)
+    return lists
+
+
+def block_lists(
+    blocks: Mapping[str, Postings], ids: Sequence[int], weights: Mapping[str, float]
+) -> list[QueryList]:
+    """The lists of term ids over named blocks, impacts taken as stored (no IDF): the scorer's
+    own tests and benchmarks drive it this way."""
+    counts = Counter(ids)
+    return [
+        (blocks[name], term, count * weight)
+        for name, weight in weights.items()
+        for term, count in counts.items()
+    ]
 
 
 def term_ids(terms: Sequence[str], vocabulary: dict[str, int]) -> list[int]:
@@ -52,34 +120,25 @@ def max_impact(postings: Postings, term: int, cache: dict[tuple[int, int], float
 
 def bm25_scores(postings: Postings, ids: Sequence[int]) -> dict[int, float]:
     """Section → summed impact for every section containing at least one query term."""
-    acc: dict[int, float] = {}
-    indptr = postings.indptr
-    for term, count in Counter(ids).items():
-        accumulate(postings, indptr[term], indptr[term + 1], count, acc)
-    return acc
+    return weighted_scores(block_lists({"": postings}, ids, {"": 1.0}))
 
 
 def block_weights(
-    blocks: Mapping[str, Postings], field_weights: Mapping[str, float]
+    block_names: Iterable[str], field_weights: Mapping[str, float]
 ) -> dict[str, float]:
     """Weight of each posting block: the field's weight, or 1 for a compiled BM25F block."""
     weights = {
-        name: 1.0 if name == BM25F_BLOCK else float(field_weights.get(name, 0.0)) for name in blocks
+        name: 1.0 if name == BM25F_BLOCK else float(field_weights.get(name, 0.0))
+        for name in block_names
     }
     return {name: w for name, w in weights.items() if w > 0}
 
 
-def weighted_scores(
-    blocks: Mapping[str, Postings], ids: Sequence[int], weights: Mapping[str, float]
-) -> dict[int, float]:
-    """Σ over fields of weight × field BM25 (per-field scoring, PRD §11), per section."""
+def weighted_scores(lists: Sequence[QueryList]) -> dict[int, float]:
+    """Σ over the lists of weight × impact, per section (every posting read)."""
     acc: dict[int, float] = {}
-    counts = Counter(ids)
-    for name, weight in weights.items():
-        postings = blocks[name]
-        indptr = postings.indptr
-        for term, count in counts.items():
-            accumulate(postings, indptr[term], indptr[term + 1], count * weight, acc)
+    for postings, term, weight in lists:
+        accumulate(postings, postings.indptr[term], postings.indptr[term + 1], weight, acc)
     return acc
 
 

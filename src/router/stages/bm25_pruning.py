@@ -41,13 +41,20 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import countOf, itemgetter, le
 
 from router.package.postings import Postings
-from router.stages.bm25 import accumulate, max_impact, top_k, weighted_scores
+from router.stages.bm25 import (
+    QueryList,
+    accumulate,
+    block_lists,
+    max_impact,
+    top_k,
+    weighted_scores,
+)
 
 __all__ = [
     "DEFAULT_BOUND_CACHE_BYTES",
@@ -148,40 +155,33 @@ _Tail = tuple[bytes | None, float, Sequence[int], Sequence[float], int, int, flo
 def bm25_top_k(
     postings: Postings, ids: Sequence[int], k: int, allowed: Collection[int] | None = None
 ) -> list[tuple[int, float]]:
-    """Exact top-k (section, score) pairs of one block, best first, among the allowed sections."""
-    return weighted_top_k({"": postings}, ids, {"": 1.0}, k, allowed).ranked
+    """Exact top-k (section, score) pairs of one block as stored, best first."""
+    return weighted_top_k(block_lists({"": postings}, ids, {"": 1.0}), k, allowed).ranked
 
 
 def weighted_top_k(
-    blocks: Mapping[str, Postings],
-    ids: Sequence[int],
-    weights: Mapping[str, float],
+    query: Sequence[QueryList],
     k: int,
     allowed: Collection[int] | None = None,
     *,
     bounds: ScoreBounds | None = None,
     max_postings: int | None = None,
 ) -> Ranking:
-    """The k best sections by ``weighted_scores`` among the allowed ones, without scoring them all
-    (module docstring); ``bounds`` is the package's memo (a throwaway one without it), and
-    ``max_postings`` the query's budget (``DEFAULT_MAX_POSTINGS`` when None)."""
-    if k <= 0 or not ids:
+    """The k best sections by ``weighted_scores(query)`` among the allowed ones, without scoring
+    them all (module docstring); ``bounds`` is the package's memo (a throwaway one without it),
+    and ``max_postings`` the query's budget (``DEFAULT_MAX_POSTINGS`` when None)."""
+    if k <= 0 or not query:
         return Ranking([])
-    if any(weight < 0 for weight in weights.values()):  # bounds assume impacts only add up
-        return Ranking(top_k(weighted_scores(blocks, ids, weights), k, allowed))
+    if any(weight < 0 for _, _, weight in query):  # bounds assume impacts only add up
+        return Ranking(top_k(weighted_scores(query), k, allowed))
     if bounds is None:
         bounds = ScoreBounds(max_bytes=0)
-    counts = Counter(ids)
     lists: list[_List] = []
-    for name, weight in weights.items():
-        postings = blocks[name]
-        indptr = postings.indptr
-        for term, count in counts.items():
-            start, end = indptr[term], indptr[term + 1]
-            if start != end:
-                w = count * weight
-                ub = bounds.maximum(postings, term) * w
-                lists.append((ub, len(lists), postings, term, start, end, w))
+    for postings, term, w in query:
+        start, end = postings.indptr[term], postings.indptr[term + 1]
+        if start != end:
+            ub = bounds.maximum(postings, term) * w
+            lists.append((ub, len(lists), postings, term, start, end, w))
     if not lists:
         return Ranking([])
     budget = DEFAULT_MAX_POSTINGS if max_postings is None else max_postings
@@ -273,6 +273,9 @@ class _Search:
     def prepare(self, tail: list[_List], bounds: ScoreBounds) -> list[_Tail]:
         """The lists left, with the per-section bytes of the long ones (built at first use)."""
         prepared: list[_Tail] = []
+        # A view's section numbers run past a shared partition's (a tenant's follow them): the
+        # bytes of a shorter list are padded with "absent" for the sections it cannot hold.
+        space = max(entry[2].num_sections for entry in self.lists)
         for ub, _, postings, term, start, end, weight in tail:
             levels = None
             if start == postings.indptr[term]:  # a whole list, not the unread end of one
@@ -282,6 +285,8 @@ class _Search:
                     if levels is not None:
                         self.read += end - start
                         self.budget -= end - start
+                if levels is not None and len(levels) < space:
+                    levels += bytes(space - len(levels))
             step = ub / _LEVELS * _STEP_MARGIN
             prepared.append(
                 (levels, step, postings.section_ids, postings.scores, start, end, weight)

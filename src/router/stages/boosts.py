@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 from router.stages.exact import resolve_context
 
 __all__ = ["boost_factors", "boosted", "context_targets"]
 
 
 def context_targets(
-    package: KnowledgePackage, page: str | None, tab: str | None, focus: str | None
+    package: PackageView, page: str | None, tab: str | None, focus: str | None
 ) -> set[int]:
     """Sections of what the UI context names — the focused id, else the documents whose
     ``page``/``tab`` scope matches (the same resolution as the exact stage's deictic lookup)."""
@@ -32,7 +32,7 @@ def context_targets(
 
 
 def boost_factors(
-    package: KnowledgePackage,
+    package: PackageView,
     sections: Sequence[int],
     trust_weights: Mapping[str, float],
     in_context: set[int],

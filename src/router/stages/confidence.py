@@ -10,6 +10,7 @@ uses gets coverage 0 and the router abstains instead of returning the least bad 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING
 from router.config import RouterConfig
 from router.contract import ConfidenceLevel, Level
 from router.package.postings import Postings
-from router.package.reader import KnowledgePackage
-from router.stages.bm25 import max_impact
+from router.package.view import PackageView
+from router.stages.bm25 import bm25_method, max_impact, query_lists
 
 if TYPE_CHECKING:
     from router.state import QueryState, Ranked
@@ -50,7 +51,7 @@ class LexicalConfidence:
 
 
 def lexical_confidence(
-    package: KnowledgePackage,
+    package: PackageView,
     terms: Sequence[str],
     ranked: Sequence[tuple[int, float]],
     weights: Mapping[str, float],
@@ -58,24 +59,19 @@ def lexical_confidence(
 ) -> LexicalConfidence:
     """coverage × (1 − w_s + w_s·strength) × (1 − w_m + w_m·margin), each in 0..1."""
     distinct = list(dict.fromkeys(terms))
-    unknown = [t for t in distinct if t not in package.term_ids]
+    unknown = [t for t in distinct if not package.knows(t)]
     if not distinct or not ranked:
         return LexicalConfidence(0.0, 0.0, 0.0, 0.0, [], unknown)
     best, score = ranked[0]
-    blocks = {name: package.blocks[name] for name in weights}
+    method = bm25_method(package)
     matched = [
         t
         for t in distinct
-        if t in package.term_ids
-        and any(_contains(p, package.term_ids[t], best) for p in blocks.values())
+        if any(
+            _contains(p, term, best) for p, term, _ in query_lists(package, [t], weights, method)
+        )
     ]
-    ideal = sum(
-        weight * max_impact(postings, package.term_ids[t], package.impact_bounds)
-        for t in terms
-        if t in package.term_ids
-        for name, postings in blocks.items()
-        if (weight := weights[name]) > 0
-    )
+    ideal = _ideal_score(package, terms, weights, method)
     coverage = len(matched) / len(distinct)
     strength = min(1.0, score / ideal) if ideal > 0 else 0.0
     second = ranked[1][1] if len(ranked) > 1 else 0.0
@@ -95,6 +91,20 @@ def confidence_level(value: float, config: RouterConfig) -> Level:
     if value >= config.medium_confidence:
         return "MEDIUM"
     return "LOW"
+
+
+def _ideal_score(
+    package: PackageView, terms: Sequence[str], weights: Mapping[str, float], method: str
+) -> float:
+    """The score of a section holding every query term at its best impact: per term and block,
+    the largest weighted impact of any partition in view (a section is in one partition only)."""
+    ideal = 0.0
+    for term, count in Counter(terms).items():
+        for name, weight in weights.items():
+            lists = query_lists(package, [term], {name: weight}, method)
+            bounds = (w * max_impact(p, t, package.impact_bounds) for p, t, w in lists)
+            ideal += count * max(bounds, default=0.0)
+    return ideal
 
 
 def _contains(postings: Postings, term_id: int, section: int) -> bool:

@@ -19,7 +19,7 @@ from router.contract import (
     KnowledgeReference,
     UiContext,
 )
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 from router.safety.injection import INJECTION_FLAG, looks_like_injection, split_sentences
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def delimit(chunk_id: str, trust: str, text: str) -> str:
 
 
 def build_context(
-    package: KnowledgePackage,
+    package: PackageView,
     query: str,
     ui: UiContext,
     ranked: Sequence[tuple[int, float]],

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from router.package.reader import KnowledgePackage
-from router.stages.expansion import FuzzyVocabulary, SurfaceVocabulary, SynonymIndex, expand_terms
+from router.package.view import PackageView
+from router.stages.expansion import (
+    SynonymIndex,
+    expand_terms,
+    fuzzy_vocabulary,
+    surface_vocabulary,
+)
 from router.stages.lexical import Lexical, lexical_search
 
 if TYPE_CHECKING:
@@ -32,10 +37,10 @@ def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
 def correct(state: QueryState, lexical: Lexical) -> Lexical:
     """Expand once (typo repair, then synonyms); the most confident of the tries is kept."""
     package = state.package
-    fuzzy: FuzzyVocabulary = package.derive("fuzzy", FuzzyVocabulary)
+    fuzzy = fuzzy_vocabulary(package)
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
     unknown = unknown_words(package, state.query.text)
-    surface = package.derive("surface", SurfaceVocabulary) if unknown else None
+    surface = surface_vocabulary(package) if unknown else None
     expansion = expand_terms(lexical.terms, fuzzy, synonyms, unknown, surface)
     if not expansion.changed:
         state.trace.stage("corrective", changed=False)
@@ -61,12 +66,12 @@ def correct(state: QueryState, lexical: Lexical) -> Lexical:
     return best
 
 
-def unknown_words(package: KnowledgePackage, text: str) -> dict[str, str]:
+def unknown_words(package: PackageView, text: str) -> dict[str, str]:
     """Query words whose stem the index does not know (candidates for typo repair)."""
     analyzer = package.analyzer
     unknown = {}
     for word in sorted(analyzer.vocabulary_words([text])):
         stem = analyzer.word_stem(word)
-        if stem is not None and stem not in package.term_ids:
+        if stem is not None and not package.knows(stem):
             unknown[word] = stem
     return unknown

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from router.analysis.text import fold
-from router.package.reader import ExactTarget, KnowledgePackage
+from router.package.view import ExactTarget, PackageView
 from router.stages.normalizer import NormalizedQuery
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class ExactHit:
     source: Literal["exact", "context"]
 
 
-def resolve_exact(package: KnowledgePackage, query: NormalizedQuery) -> list[ExactHit]:
+def resolve_exact(package: PackageView, query: NormalizedQuery) -> list[ExactHit]:
     """Targets named by the whole query, by the query minus a question lead, or by an id in it."""
     keys = [query.folded]
     stripped = _LEADING_QUESTION.sub("", query.folded).strip()
@@ -52,7 +52,7 @@ def resolve_exact(package: KnowledgePackage, query: NormalizedQuery) -> list[Exa
     hits: list[ExactHit] = []
     seen: set[tuple[str, int, int | None, str | None]] = set()
     for key in keys:
-        for target in package.exact.get(key, ()):
+        for target in package.exact_targets(key):
             ident = (target.kind, target.doc_index, target.section_index, target.fact)
             if ident not in seen:
                 seen.add(ident)
@@ -61,11 +61,11 @@ def resolve_exact(package: KnowledgePackage, query: NormalizedQuery) -> list[Exa
 
 
 def resolve_context(
-    package: KnowledgePackage, focus: str | None, page: str | None, tab: str | None
+    package: PackageView, focus: str | None, page: str | None, tab: str | None
 ) -> list[ExactHit]:
     """What a deictic question ("explique este campo") points at: the focus, else page+tab."""
     if focus:
-        targets = package.exact.get(fold(focus), [])
+        targets = package.exact_targets(fold(focus))
         hits = [ExactHit(t, focus, "context") for t in targets if t.kind in ("document", "section")]
         if hits:
             return hits
@@ -94,13 +94,13 @@ def exact_hits(state: QueryState) -> list[ExactHit]:
     return hits
 
 
-def hit_section(package: KnowledgePackage, hit: ExactHit) -> int:
+def hit_section(package: PackageView, hit: ExactHit) -> int:
     """The section a hit stands for: its own, or its document's first section."""
     section = hit.target.section_index
     return package.first_section(hit.target.doc_index) if section is None else section
 
 
-def describe_hit(package: KnowledgePackage, hit: ExactHit) -> dict[str, Any]:
+def describe_hit(package: PackageView, hit: ExactHit) -> dict[str, Any]:
     """The hit as the trace shows it."""
     doc = package.documents[hit.target.doc_index]
     return {"kind": hit.target.kind, "source": hit.source, "key": hit.key, "doc": doc.semantic_id}

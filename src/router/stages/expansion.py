@@ -14,9 +14,62 @@ from dataclasses import dataclass, field
 from router.analysis.sound import portuguese_sound_key
 from router.analysis.surface import MIN_FUZZY_LENGTH
 from router.analysis.text import fold
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView, ViewPart
 
-__all__ = ["Expansion", "FuzzyVocabulary", "SurfaceVocabulary", "SynonymIndex", "expand_terms"]
+__all__ = [
+    "Expansion",
+    "FuzzyVocabulary",
+    "SurfaceLayer",
+    "SurfaceVocabulary",
+    "SynonymIndex",
+    "TermLayer",
+    "expand_terms",
+    "fuzzy_vocabulary",
+    "surface_layer",
+    "surface_vocabulary",
+    "term_layer",
+]
+
+
+@dataclass(frozen=True)
+class TermLayer:
+    """One partition's terms with their document frequency, and the letters they use."""
+
+    frequency: dict[str, int]
+    alphabet: str
+
+
+def term_layer(package: PackageView, part: ViewPart) -> TermLayer:
+    """A partition's terms and document frequencies (the largest over its posting blocks)."""
+    partition = part.partition
+    blocks = list(partition.blocks.values())
+    frequency = {
+        term: max(p.indptr[i + 1] - p.indptr[i] for p in blocks)
+        for term, i in partition.term_ids.items()
+    }
+    return TermLayer(frequency, _alphabet(frequency))
+
+
+@dataclass(frozen=True)
+class SurfaceLayer:
+    """One partition's surface words: folded word → index term, and words by sound."""
+
+    stem_of: dict[str, str]
+    by_sound: dict[str, set[str]]
+    alphabet: str
+
+
+def surface_layer(package: PackageView, part: ViewPart) -> SurfaceLayer:
+    """The word/term pairs the build compiled for a partition (``router.analysis.surface``)."""
+    stem_of: dict[str, str] = {}
+    by_sound: dict[str, set[str]] = {}
+    sounds = package.analyzer.config.language == "portuguese"
+    for word, stem in part.partition.surface_words:
+        folded = fold(word)
+        stem_of.setdefault(folded, stem)
+        if sounds:  # the key needs the accents (ç is /s/, c before a is /k/)
+            by_sound.setdefault(portuguese_sound_key(word), set()).add(folded)
+    return SurfaceLayer(stem_of, by_sound, _alphabet(stem_of))
 
 
 class FuzzyVocabulary:
@@ -25,24 +78,27 @@ class FuzzyVocabulary:
     Why candidates are generated at query time (Norvig) instead of a SymSpell deletion index:
     the index cost 73 MiB for SciFact's 30k terms — more than half a Worker isolate — while a
     repair runs only on weak queries and checks ~50 × length candidates against the term dict.
+    The terms are those of the partitions in view only (one ``TermLayer`` each).
     """
 
-    def __init__(self, package: KnowledgePackage) -> None:
-        self.term_ids = package.term_ids
-        self.document_frequency = {
-            term: _document_frequency(package, term_id)
-            for term, term_id in package.term_ids.items()
-        }
-        self.alphabet = _alphabet(package.term_ids)
+    def __init__(self, layers: Sequence[TermLayer]) -> None:
+        self.layers = layers
+        self.alphabet = "".join(sorted({ch for layer in layers for ch in layer.alphabet}))
+
+    def document_frequency(self, term: str) -> int:
+        return sum(layer.frequency.get(term, 0) for layer in self.layers)
+
+    def known(self, term: str) -> bool:
+        return any(term in layer.frequency for layer in self.layers)
 
     def correct(self, term: str) -> str | None:
         """The most frequent indexed term one edit away (insert, delete, substitute, swap)."""
-        if len(term) < MIN_FUZZY_LENGTH or term in self.term_ids or _has_digit(term):
+        if len(term) < MIN_FUZZY_LENGTH or self.known(term) or _has_digit(term):
             return None
-        candidates = {c for c in _edits(term, self.alphabet) if c in self.term_ids}
+        candidates = {c for c in _edits(term, self.alphabet) if self.known(c)}
         if not candidates:
             return None
-        return max(candidates, key=lambda c: (self.document_frequency.get(c, 0), c))
+        return max(candidates, key=lambda c: (self.document_frequency(c), c))
 
 
 class SurfaceVocabulary:
@@ -50,44 +106,51 @@ class SurfaceVocabulary:
     the stem: "equipamneto" stems to "equipamnet", far from "equip", but is one swap from the
     word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese sound key).
 
-    Built lazily the first time a query needs it, from the word/term pairs the build compiled
-    (``router.analysis.surface``).
+    Built lazily the first time a query needs it, per partition (``SurfaceLayer``), from the
+    word/term pairs the build compiled (``router.analysis.surface``).
     """
 
-    def __init__(self, package: KnowledgePackage) -> None:
-        self.term_frequency = {
-            term: _document_frequency(package, i) for term, i in package.term_ids.items()
-        }
-        self.stem_of: dict[str, str] = {}
-        self.by_sound: dict[str, set[str]] = {}
-        sounds = package.analyzer.config.language == "portuguese"
-        for word, stem in package.surface_words:
-            folded = fold(word)
-            self.stem_of.setdefault(folded, stem)
-            if sounds:  # the key needs the accents (ç is /s/, c before a is /k/)
-                self.by_sound.setdefault(portuguese_sound_key(word), set()).add(folded)
-        self.alphabet = _alphabet(self.stem_of)
+    def __init__(self, layers: Sequence[SurfaceLayer], terms: FuzzyVocabulary) -> None:
+        self.layers = layers
+        self.terms = terms
+        self.alphabet = "".join(sorted({ch for layer in layers for ch in layer.alphabet}))
+
+    def stem_of(self, folded: str) -> str | None:
+        for layer in self.layers:
+            found = layer.stem_of.get(folded)
+            if found is not None:
+                return found
+        return None
 
     def correct(self, word: str) -> str | None:
         """Index term of the corpus word that sounds the same or is one edit away."""
         folded = fold(word.casefold())
-        if len(folded) < MIN_FUZZY_LENGTH or _has_digit(folded) or folded in self.stem_of:
+        if len(folded) < MIN_FUZZY_LENGTH or _has_digit(folded) or self.stem_of(folded):
             return None
-        candidates = (
-            set(self.by_sound.get(portuguese_sound_key(word), ())) if self.by_sound else set()
-        )
+        key = portuguese_sound_key(word) if any(layer.by_sound for layer in self.layers) else None
+        candidates = {c for layer in self.layers for c in layer.by_sound.get(key or "", ())}
         if not candidates:
-            candidates = {c for c in _edits(folded, self.alphabet) if c in self.stem_of}
-        stems = {self.stem_of[c] for c in candidates}
+            candidates = {c for c in _edits(folded, self.alphabet) if self.stem_of(c)}
+        stems = {stem for c in candidates if (stem := self.stem_of(c)) is not None}
         if not stems:
             return None
-        return max(stems, key=lambda stem: (self.term_frequency.get(stem, 0), stem))
+        return max(stems, key=lambda stem: (self.terms.document_frequency(stem), stem))
+
+
+def fuzzy_vocabulary(package: PackageView) -> FuzzyVocabulary:
+    """The typo repair's terms of a view: its partitions' layers."""
+    return FuzzyVocabulary(package.layers("terms", term_layer))
+
+
+def surface_vocabulary(package: PackageView) -> SurfaceVocabulary:
+    """The typo repair's surface words of a view: its partitions' layers."""
+    return SurfaceVocabulary(package.layers("surface", surface_layer), fuzzy_vocabulary(package))
 
 
 class SynonymIndex:
     """Each synonym group as analyzed phrases; a phrase in the question brings in the others."""
 
-    def __init__(self, package: KnowledgePackage) -> None:
+    def __init__(self, package: PackageView) -> None:
         analyze = package.analyzer.terms
         self.groups = [
             [tuple(analyze(phrase)) for phrase in group if analyze(phrase)]
@@ -155,7 +218,3 @@ def _edits(word: str, alphabet: str) -> set[str]:
     replaces = {a + ch + b[1:] for a, b in splits if b for ch in alphabet}
     inserts = {a + ch + b for a, b in splits for ch in alphabet}
     return (deletes | swaps | replaces | inserts) - {word}
-
-
-def _document_frequency(package: KnowledgePackage, term_id: int) -> int:
-    return max(p.indptr[term_id + 1] - p.indptr[term_id] for p in package.blocks.values())

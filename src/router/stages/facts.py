@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from router.analysis.analyzer import Analyzer
 from router.analysis.text import split_camel
 from router.knowledge.model import FactValue
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 
 __all__ = ["FACT_NAME_GLOSSARY", "FactMatch", "best_fact", "fact_terms"]
 
@@ -82,7 +82,7 @@ def fact_terms(analyzer: Analyzer, name: str) -> set[str]:
 
 
 def best_fact(
-    package: KnowledgePackage, doc_indices: Iterable[int], query_terms: Sequence[str]
+    package: PackageView, doc_indices: Iterable[int], query_terms: Sequence[str]
 ) -> FactMatch | None:
     """The fact of the first documents sharing most stems with the question, if any does."""
     wanted = set(query_terms)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from router.knowledge.model import Document
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 
 __all__ = ["Visibility", "visible_documents", "visible_sections"]
 
@@ -33,7 +33,7 @@ class Visibility:
         return doc.valid_on(self.day)
 
 
-def visible_documents(package: KnowledgePackage, visibility: Visibility) -> frozenset[int]:
+def visible_documents(package: PackageView, visibility: Visibility) -> frozenset[int]:
     """Indices of the documents this query may see (cached per package and visibility)."""
     cache = package.visible_docs
     found = cache.get(visibility)
@@ -45,7 +45,7 @@ def visible_documents(package: KnowledgePackage, visibility: Visibility) -> froz
     return found
 
 
-def visible_sections(package: KnowledgePackage, visibility: Visibility) -> frozenset[int] | None:
+def visible_sections(package: PackageView, visibility: Visibility) -> frozenset[int] | None:
     """Section indices the query may see, or None when every section is visible."""
     docs = visible_documents(package, visibility)
     if len(docs) == len(package.documents):

@@ -10,38 +10,43 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView, ViewPart
 from router.stages.exact import hit_section
 
 if TYPE_CHECKING:
     from router.state import GraphNode, QueryState, Ranked
 
-__all__ = ["RELATION_WEIGHTS", "GraphIndex", "expand", "graph_neighbours", "graph_seeds"]
+__all__ = [
+    "RELATION_WEIGHTS",
+    "GraphIndex",
+    "LayeredGraph",
+    "expand",
+    "graph_neighbours",
+    "graph_seeds",
+]
 
 # How strongly a relation suggests the neighbour is relevant too.
 RELATION_WEIGHTS = {"link": 1.0, "backlink": 0.7, "parent": 0.6, "child": 0.6}
 
 
 class GraphIndex:
-    """Adjacency of sections: outgoing links, backlinks, parent and child documents."""
+    """Adjacency of sections: outgoing links, backlinks, parent and child documents — the
+    edges that start or end in one partition's sections (a layer of ``PackageView.layers``)."""
 
-    def __init__(self, package: KnowledgePackage) -> None:
-        docs = {d.semantic_id: i for i, d in enumerate(package.documents)}
-        sections = {s.section_id: i for i, s in enumerate(package.sections)}
+    def __init__(self, package: PackageView, part: ViewPart) -> None:
         self.edges: dict[int, dict[int, str]] = {}
-        for index, section in enumerate(package.sections):
-            for link in section.links:
-                target = sections.get(link.target)
-                if target is None and link.target in docs:
-                    target = package.first_section(docs[link.target])
+        for index in part.section_indices():
+            for link in package.sections[index].links:
+                target = package.target_section(link.target)
                 if target is not None and target != index:
                     self._edge(index, target, "link")
                     self._edge(target, index, "backlink")
-        for doc_id, doc_index in docs.items():
-            parent = doc_id.rsplit(".", 1)[0] if "." in doc_id else None
-            if parent in docs:
+        for doc_index in part.doc_indices():
+            doc_id = package.documents[doc_index].semantic_id
+            parent = package.doc_index(doc_id.rsplit(".", 1)[0]) if "." in doc_id else None
+            if parent is not None:
                 child_first = package.first_section(doc_index)
-                parent_first = package.first_section(docs[parent])
+                parent_first = package.first_section(parent)
                 self._edge(child_first, parent_first, "parent")
                 self._edge(parent_first, child_first, "child")
 
@@ -50,9 +55,30 @@ class GraphIndex:
         if current is None or RELATION_WEIGHTS[relation] > RELATION_WEIGHTS[current]:
             self.edges[source][target] = relation
 
+    def neighbours(self, section: int) -> dict[int, str]:
+        return self.edges.get(section, {})
+
+
+class LayeredGraph:
+    """The graph of a view: its partitions' layers, an edge kept with its strongest relation."""
+
+    def __init__(self, layers: Sequence[GraphIndex]) -> None:
+        self.layers = layers
+
+    def neighbours(self, section: int) -> dict[int, str]:
+        if len(self.layers) == 1:
+            return self.layers[0].neighbours(section)
+        merged: dict[int, str] = {}
+        for layer in self.layers:
+            for target, relation in layer.neighbours(section).items():
+                current = merged.get(target)
+                if current is None or RELATION_WEIGHTS[relation] > RELATION_WEIGHTS[current]:
+                    merged[target] = relation
+        return merged
+
 
 def expand(
-    graph: GraphIndex,
+    graph: GraphIndex | LayeredGraph,
     seeds: Sequence[tuple[int, float]],
     allowed: Collection[int] | None,
     depth: int,
@@ -68,7 +94,7 @@ def expand(
     for _ in range(depth):
         next_frontier: list[tuple[int, float]] = []
         for section, weight in frontier:
-            for neighbour, relation in graph.edges.get(section, {}).items():
+            for neighbour, relation in graph.neighbours(section).items():
                 if neighbour in visited or (allowed is not None and neighbour not in allowed):
                     continue
                 score = weight * RELATION_WEIGHTS[relation]
@@ -101,9 +127,9 @@ def graph_neighbours(state: QueryState) -> list[GraphNode]:
     """Visible neighbours of the seeds, bounded by ``graph_depth`` and the node budget."""
     package, config = state.package, state.config
     seeds = graph_seeds(state)
-    graph_index: GraphIndex = package.derive("graph", GraphIndex)
+    graph = LayeredGraph(package.layers("graph", GraphIndex))
     neighbours = expand(
-        graph_index, seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
+        graph, seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
     )
     state.trace.stage(
         "graph",

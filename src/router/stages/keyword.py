@@ -2,7 +2,7 @@
 
 Why besides BM25: authors' keywords, aliases, titles, headings and wikilink labels are curated
 names of a document or section; when a whole phrase appears in the question it points at that
-target directly, whatever the BM25 statistics say. Built once per package, lazily.
+target directly, whatever the BM25 statistics say. Built once per partition, lazily.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView, ViewPart
 
 __all__ = ["KeywordEntry", "KeywordIndex", "keyword_matches"]
 
@@ -26,16 +26,18 @@ class KeywordEntry:
 
 
 class KeywordIndex:
-    """Inverted index from each term to the phrases (entries) that contain it."""
+    """Inverted index from each term to the phrases (entries) that contain it, for the documents
+    and sections of one partition (a layer of ``PackageView.layers``)."""
 
-    def __init__(self, package: KnowledgePackage) -> None:
+    def __init__(self, package: PackageView, part: ViewPart) -> None:
         self.by_term: dict[str, list[KeywordEntry]] = {}
         # One entry per (phrase, section): a document's title is usually its first heading too,
         # and SciFact's 5k duplicates cost 7 MiB of an isolate. Curated kinds are added first,
         # so the entry kept has the best kind.
         self._seen: set[tuple[frozenset[str], int]] | None = set()
         analyze = package.analyzer.terms
-        for doc_index, doc in enumerate(package.documents):
+        for doc_index in part.doc_indices():
+            doc = package.documents[doc_index]
             first = package.first_section(doc_index)
             for kind, phrases in (
                 ("keyword", doc.keywords),
@@ -44,12 +46,11 @@ class KeywordIndex:
             ):
                 for phrase in phrases:
                     self._add(analyze(phrase), first, kind)
-        targets = {d.semantic_id: package.first_section(i) for i, d in enumerate(package.documents)}
-        targets.update({s.section_id: i for i, s in enumerate(package.sections)})
-        for index, section in enumerate(package.sections):
+        for index in part.section_indices():
+            section = package.sections[index]
             self._add(analyze(section.heading), index, "heading")
             for link in section.links:
-                target = targets.get(link.target)
+                target = package.target_section(link.target)
                 if target is not None and link.label and link.label != link.target:
                     self._add(analyze(link.label), target, "link")
         self._seen = None  # only needed while building
@@ -65,7 +66,7 @@ class KeywordIndex:
 
 
 def keyword_matches(
-    index: KeywordIndex, terms: Sequence[str], allowed: frozenset[int] | None
+    layers: Sequence[KeywordIndex], terms: Sequence[str], allowed: frozenset[int] | None
 ) -> list[tuple[int, float]]:
     """Sections whose whole keyword phrase is in the question, longest phrase first.
 
@@ -76,19 +77,19 @@ def keyword_matches(
         return []
     best: dict[int, tuple[float, int]] = {}
     seen: set[int] = set()
-    for term in distinct:
-        for entry in index.by_term.get(term, ()):
-            if id(entry) in seen:
-                continue
-            seen.add(id(entry))
-            if not entry.terms <= distinct:
-                continue
-            if allowed is not None and entry.section not in allowed:
-                continue
-            score = len(entry.terms) / len(distinct)
-            rank = _KIND_RANK[entry.kind]
-            found = best.get(entry.section)
-            if found is None or (score, -rank) > (found[0], -found[1]):
-                best[entry.section] = (score, rank)
+    entries = (e for index in layers for term in distinct for e in index.by_term.get(term, ()))
+    for entry in entries:
+        if id(entry) in seen:
+            continue
+        seen.add(id(entry))
+        if not entry.terms <= distinct:
+            continue
+        if allowed is not None and entry.section not in allowed:
+            continue
+        score = len(entry.terms) / len(distinct)
+        rank = _KIND_RANK[entry.kind]
+        found = best.get(entry.section)
+        if found is None or (score, -rank) > (found[0], -found[1]):
+            best[entry.section] = (score, rank)
     ordered = sorted(best.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
     return [(section, score) for section, (score, _) in ordered]

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from router.stages.bm25 import term_ids
+from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import KeywordIndex, keyword_matches
 from router.trace import TRACE_TOP_N
 
 if TYPE_CHECKING:
-    from router.package.reader import KnowledgePackage
+    from router.package.view import PackageView
     from router.state import QueryState, Ranked
 
 __all__ = ["Lexical", "lexical_search"]
@@ -36,22 +36,20 @@ def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") 
     """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
     ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them)."""
     package, config, allowed = state.package, state.config, state.allowed
-    keyword_index: KeywordIndex = package.derive("keyword", KeywordIndex)
-    keyword = keyword_matches(keyword_index, terms, allowed)[: config.bm25_candidates]
+    keyword_layers: list[KeywordIndex] = package.layers("keyword", KeywordIndex)
+    keyword = keyword_matches(keyword_layers, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
         matches=[[package.sections[s].section_id, round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
     )
     weights = state.block_weights
-    ids = term_ids(terms, package.term_ids)
-    bounds: ScoreBounds = package.derive("bm25_bounds", _score_bounds)
-    ranking = weighted_top_k(
-        package.blocks, ids, weights, config.bm25_candidates, allowed, bounds=bounds
-    )
+    query = query_lists(package, terms, weights, bm25_method(package))
+    bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
+    ranking = weighted_top_k(query, config.bm25_candidates, allowed, bounds=bounds)
     ranked = ranking.ranked
     confidence = lexical_confidence(package, terms, ranked, weights, config)
     details = {
-        "query_terms": len(ids),
+        "query_terms": sum(1 for t in terms if package.knows(t)),
         "fields": sorted(weights),
         "candidates": [
             [package.sections[s].section_id, round(v, 4)] for s, v in ranked[:TRACE_TOP_N]
@@ -63,6 +61,7 @@ def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") 
     return Lexical(list(terms), keyword, ranked, confidence)
 
 
-def _score_bounds(package: KnowledgePackage) -> ScoreBounds:
-    """The BM25 scorer's memo for this package (shares the maxima the confidence stage uses)."""
+def _score_bounds(package: PackageView) -> ScoreBounds:
+    """The BM25 scorer's memo, one for the whole package (its keys are posting blocks; it shares
+    the maxima the confidence stage uses)."""
     return ScoreBounds(package.impact_bounds)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from router.errors import EmbeddingModelError
-from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
 from router.ports import Embedder, VectorIndex
 from router.trace import TRACE_TOP_N
 from router.vectors.records import query_namespaces
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["check_model", "vector_fallback", "vector_search", "vector_skip_reason"]
 
 
-def check_model(package: KnowledgePackage, embedder: Embedder) -> None:
+def check_model(package: PackageView, embedder: Embedder) -> None:
     """Refuse to compare vectors of different models."""
     if package.embedding_model is None:
         raise EmbeddingModelError(f"knowledge version {package.version} has no section vectors")
@@ -33,7 +33,7 @@ def check_model(package: KnowledgePackage, embedder: Embedder) -> None:
 
 
 async def vector_search(
-    package: KnowledgePackage,
+    package: PackageView,
     embedder: Embedder,
     index: VectorIndex,
     text: str,
@@ -54,9 +54,10 @@ async def vector_search(
     prefix = f"{package.version}:"
     found: dict[int, float] = {}
     for match in matches:
-        if match.id.startswith(prefix):
-            section = int(match.id[len(prefix) :])
-            found[section] = max(match.score, found.get(section, -1.0))
+        if match.id.startswith(prefix) and match.id[len(prefix) :].isdigit():
+            section = package.view_section(int(match.id[len(prefix) :]))
+            if section is not None:  # a vector of this view (ids are package-wide numbers)
+                found[section] = max(match.score, found.get(section, -1.0))
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))[:top_k]
 
 

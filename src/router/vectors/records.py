@@ -7,8 +7,10 @@ version is in every record's metadata and every query's filter, so one version i
 
 from __future__ import annotations
 
-from router.knowledge.model import ALL_TENANTS
-from router.package.reader import KnowledgePackage
+from collections.abc import Iterator
+
+from router.knowledge.model import ALL_TENANTS, Section
+from router.package.reader import KnowledgePackage, Partition
 from router.ports import VectorRecord
 
 __all__ = ["SHARED_NAMESPACE", "namespace_for", "query_namespaces", "section_records", "vector_id"]
@@ -31,17 +33,20 @@ def vector_id(version: str, section: int) -> str:
 
 
 def section_records(package: KnowledgePackage) -> list[VectorRecord]:
-    """Every section vector of the package with its namespace and metadata."""
-    vectors = package.vectors
-    if vectors is None:
+    """Every section vector of the package with its namespace and metadata; ids number the
+    sections package-wide (the partitions in order, ``PackageView.view_section``)."""
+    if not package.has_vectors:
         return []
     records = []
-    for index, section in enumerate(package.sections):
-        doc = package.documents[package.section_doc[index]]
+    index = -1
+    for partition, local, section in _sections_with_vectors(package):
+        index += 1
+        doc = partition.documents[partition.section_doc[local]]
+        assert partition.vectors is not None
         records.append(
             VectorRecord(
                 id=vector_id(package.version, index),
-                values=vectors.row(index),
+                values=partition.vectors.row(local),
                 namespace=namespace_for(doc.tenant),
                 metadata={
                     "version": package.version,
@@ -53,3 +58,9 @@ def section_records(package: KnowledgePackage) -> list[VectorRecord]:
             )
         )
     return records
+
+
+def _sections_with_vectors(package: KnowledgePackage) -> Iterator[tuple[Partition, int, Section]]:
+    for partition in package.partitions:
+        for local, section in enumerate(partition.sections):
+            yield partition, local, section

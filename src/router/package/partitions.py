@@ -1,0 +1,110 @@
+"""Partitions of a package (index format 3, docs/adr/0010): who owns them and their file names.
+
+Why partitions: a tenant's query must never be influenced by another tenant's documents — not
+their terms, statistics, ids or spellings. So each tenant's documents are compiled alone into a
+partition of their own, next to one shared partition (documents of tenant ``*``), and a query
+reads the shared partition and at most the caller's own. The files of a partition are prefixed
+with its key, so adding a document to one tenant changes only that tenant's files.
+
+Section numbers: the shared partition numbers its sections 0 … S−1; every tenant partition
+numbers its own from S, so that a query's view (shared + own) has one range of section numbers
+without any renumbering at query time. Two tenants' numbers overlap, and never meet in one view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from router.errors import PackageFormatError
+from router.knowledge.model import ALL_TENANTS
+
+__all__ = [
+    "PARTITION_FILES",
+    "SHARED_PARTITION",
+    "PartitionEntry",
+    "check_partitions",
+    "partition_file",
+    "partition_key",
+    "partition_of",
+]
+
+SHARED_PARTITION = "shared"
+PARTITION_FILES: tuple[str, ...] = (
+    "catalog.json",
+    "terms.json",
+    "lexicon.json",
+    "postings.bin",
+    "surface.json",
+    "texts.bin",
+)
+"""The files every partition has (``vectors.bin`` too when the package is embedded; the text
+chunks are listed in the manifest and read lazily)."""
+
+
+def partition_key(tenant: str) -> str:
+    """The key of the partition holding ``tenant``'s documents: ``shared`` for ``*``, else
+    ``t-`` and 16 hex digits of the tenant's sha256 (a safe, fixed-length R2 key segment)."""
+    if tenant == ALL_TENANTS:
+        return SHARED_PARTITION
+    return "t-" + hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:16]
+
+
+def partition_file(key: str, name: str) -> str:
+    """The package file ``name`` of partition ``key``: ``<key>.<name>``."""
+    return f"{key}.{name}"
+
+
+def partition_of(name: str) -> tuple[str, str]:
+    """(partition key, file name) of a package file; refuses a name without a partition."""
+    key, dot, rest = name.partition(".")
+    if not dot or not rest:
+        raise PackageFormatError(f"artifact {name!r} names no partition")
+    return key, rest
+
+
+@dataclass(frozen=True)
+class PartitionEntry:
+    """One partition as the manifest lists it."""
+
+    key: str
+    tenant: str
+    documents: int
+    sections: int
+    first_section: int  # 0 for the shared partition, the shared section count for a tenant's
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "tenant": self.tenant,
+            "documents": self.documents,
+            "sections": self.sections,
+            "first_section": self.first_section,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PartitionEntry:
+        entry = cls(
+            key=str(data["key"]),
+            tenant=str(data["tenant"]),
+            documents=int(data["documents"]),
+            sections=int(data["sections"]),
+            first_section=int(data["first_section"]),
+        )
+        if entry.key != partition_key(entry.tenant) or min(entry.documents, entry.sections) < 0:
+            raise PackageFormatError(f"manifest partition {entry.key!r} is inconsistent")
+        return entry
+
+
+def check_partitions(entries: Sequence[PartitionEntry]) -> None:
+    """The shared partition first, each tenant once, tenant numbering after the shared range."""
+    if not entries or entries[0].key != SHARED_PARTITION or entries[0].first_section != 0:
+        raise PackageFormatError("the manifest's first partition must be the shared one")
+    shared = entries[0].sections
+    keys = [entry.key for entry in entries]
+    if len(set(keys)) != len(keys):
+        raise PackageFormatError("the manifest lists a partition twice")
+    if any(entry.first_section != shared for entry in entries[1:]):
+        raise PackageFormatError("a tenant partition does not number its sections after shared")

@@ -1,0 +1,303 @@
+"""What one query sees of a package: the shared partition and the caller's own, as one index.
+
+Why a view per tenant (docs/adr/0010): every stage — exact keys, keyword phrases, typo repair,
+the graph, BM25 and its statistics — reads the view, never the package, so nothing of another
+tenant's partition can reach a query, its scores or its trace. The view numbers sections as the
+partitions already do (shared 0 … S−1, the tenant's own from S), so composing it copies no
+posting; its derived indexes (``derive``) are built per view, at first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from router.analysis.analyzer import Analyzer, AnalyzerConfig
+from router.analysis.text import fold
+from router.knowledge.model import Document, Section
+from router.package.joined import Joined, Offset
+from router.package.manifest import Manifest
+from router.package.postings import Postings
+from router.package.text_store import TextReads, loop_running
+
+if TYPE_CHECKING:
+    from router.package.reader import Partition
+
+__all__ = ["ExactTarget", "PackageView", "ViewPart", "ViewTexts", "compose_view", "exact_keys"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ExactTarget:
+    """What an exact key resolves to: a document, a section or a fact of a document."""
+
+    kind: str  # "document" | "section" | "alias" | "title" | "fact"
+    doc_index: int
+    section_index: int | None = None
+    fact: str | None = None
+
+
+@dataclass(frozen=True)
+class ViewPart:
+    """One partition in a view: where its sections and documents start in the view and in the
+    package's global numbering (shared first, then every tenant in key order)."""
+
+    partition: Partition
+    first_doc: int  # view document index of its first document
+    first_global: int  # global section index of its first section
+
+    @property
+    def first_section(self) -> int:
+        return self.partition.first_section
+
+    def doc_indices(self) -> range:
+        """The view indices of this partition's documents."""
+        return range(self.first_doc, self.first_doc + len(self.partition.documents))
+
+    def section_indices(self) -> range:
+        """The view indices of this partition's sections."""
+        first = self.partition.first_section
+        return range(first, first + len(self.partition.sections))
+
+
+class ViewTexts:
+    """Section texts of a view, read from the partitions' chunk stores (concurrently)."""
+
+    def __init__(self, parts: tuple[ViewPart, ...]) -> None:
+        self.parts = parts
+
+    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], TextReads]:
+        wanted: list[list[int]] = [[] for _ in self.parts]
+        for section in sections:
+            wanted[_part_of(self.parts, section)].append(section)
+        jobs = [
+            (part, [s - part.partition.first_section for s in chosen])
+            for part, chosen in zip(self.parts, wanted, strict=True)
+            if chosen
+        ]
+        loads = [part.partition.texts.load(local) for part, local in jobs]
+        results = await asyncio.gather(*loads) if loop_running() else [await j for j in loads]
+        texts: dict[int, str] = {}
+        reads = TextReads(0, 0, 0, 0)
+        for (part, _), (found, cost) in zip(jobs, results, strict=True):
+            base = part.partition.first_section
+            texts.update({base + s: text for s, text in found.items()})
+            reads = TextReads(
+                reads.sections + cost.sections,
+                reads.chunks_fetched + cost.chunks_fetched,
+                reads.bytes_fetched + cost.bytes_fetched,
+                max(reads.round_trips, cost.round_trips),  # fetched concurrently
+            )
+        return texts, reads
+
+    @property
+    def cached_bytes(self) -> int:
+        return sum(part.partition.texts.cached_bytes for part in self.parts)
+
+
+@dataclass
+class PackageView:
+    """One tenant's (or an anonymous caller's) view: documents, sections, terms and postings of
+    the shared partition and at most one tenant partition, plus the indexes derived from them."""
+
+    manifest: Manifest
+    parts: tuple[ViewPart, ...]
+    documents: Sequence[Document]
+    section_doc: Sequence[int]
+    sections: Sequence[Section]
+    doc_first_section: Sequence[int]
+    analyzer: Analyzer
+    texts: ViewTexts
+    synonyms: list[list[str]]
+    shared_view: PackageView | None = None  # the anonymous view (None: this is it)
+    impact_bounds: dict[tuple[int, int], float] = field(default_factory=dict)  # memoised maxima
+    visible_docs: dict[Any, frozenset[int]] = field(default_factory=dict)  # filter → doc indices
+    derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
+
+    def __post_init__(self) -> None:
+        # memos keyed by posting block are package-wide: kept on the shared partition
+        self.impact_bounds = self.parts[0].partition.derived.setdefault("impact_bounds", {})
+
+    def derive(self, name: str, build: Callable[[PackageView], Any]) -> Any:
+        """An index derived from this view (synonyms...), built once, lazily."""
+        found = self.derived.get(name)
+        if found is None:
+            found = self.derived[name] = build(self)
+        return found
+
+    def shared_memo(self, name: str, build: Callable[[], Any]) -> Any:
+        """A memo every view of the package shares (its content must not depend on the view,
+        e.g. bounds keyed by posting block)."""
+        memos = self.parts[0].partition.derived
+        found = memos.get(name)
+        if found is None:
+            found = memos[name] = build()
+        return found
+
+    def layers(self, name: str, build: Callable[[PackageView, ViewPart], T]) -> list[T]:
+        """One index per partition in view, shared partition first, each built from its own
+        documents and kept on its partition: every tenant view shares the shared layer (built
+        from the shared view alone, so no tenant can shape it), and a tenant's layer is built
+        once (its view is always the same two partitions). Lookups merge the layers."""
+        found: list[T] = []
+        for index, part in enumerate(self.parts):
+            cache = part.partition.derived
+            layer = cache.get(name)
+            if layer is None:
+                owner = self if index or self.shared_view is None else self.shared_view
+                layer = cache[name] = build(owner, owner.parts[index])
+            found.append(layer)
+        return found
+
+    def exact_targets(self, key: str) -> list[ExactTarget]:
+        """What a folded exact key names in view (shared targets first)."""
+        found: list[ExactTarget] = []
+        for keys in self.layers("exact", exact_keys):
+            found += keys.get(key, ())
+        return found
+
+    def target_section(self, target: str) -> int | None:
+        """The section a wikilink target names in view: a section id, else a document's first
+        section (shared partition first)."""
+        layers = self.layers("ids", _ids)
+        for sections, _ in layers:
+            if target in sections:
+                return sections[target]
+        doc = self.doc_index(target)
+        return None if doc is None else self.first_section(doc)
+
+    def doc_index(self, semantic_id: str) -> int | None:
+        """The view index of a document by its semantic id (shared partition first)."""
+        for _, docs in self.layers("ids", _ids):
+            if semantic_id in docs:
+                return docs[semantic_id]
+        return None
+
+    @property
+    def version(self) -> str:
+        return self.manifest.knowledge_version
+
+    @property
+    def embedding_model(self) -> str | None:
+        return self.manifest.embedding.get("model") if self.manifest.embedding else None
+
+    @property
+    def block_names(self) -> list[str]:
+        """The posting blocks of this view (the same in every partition of a package)."""
+        return list(self.parts[0].partition.blocks)
+
+    def first_section(self, doc_index: int) -> int:
+        return self.doc_first_section[doc_index]
+
+    def doc_sections(self, doc_index: int) -> range:
+        """The section indices of one document (they are contiguous)."""
+        first = self.doc_first_section[doc_index]
+        return range(first, first + len(self.documents[doc_index].sections))
+
+    # -- terms and postings of the partitions in view ------------------------------------------
+
+    def knows(self, term: str) -> bool:
+        """Whether any document in view holds ``term``."""
+        return any(term in part.partition.term_ids for part in self.parts)
+
+    def posting_lists(self, term: str, block: str) -> list[tuple[Postings, int]]:
+        """(postings, term id) of ``term`` in one block of each partition in view holding it."""
+        found = []
+        for part in self.parts:
+            term_id = part.partition.term_ids.get(term)
+            if term_id is not None:
+                found.append((part.partition.blocks[block], term_id))
+        return found
+
+    @property
+    def num_sections(self) -> int:
+        return len(self.sections)
+
+    # -- numbering ----------------------------------------------------------------------------
+
+    def global_section(self, section: int) -> int:
+        """The package-wide number of a view section (vector ids, D1 rows use it)."""
+        part = self.parts[_part_of(self.parts, section)]
+        return part.first_global + section - part.partition.first_section
+
+    def view_section(self, global_section: int) -> int | None:
+        """The view number of a package-wide section, or None when it is not in view."""
+        for part in self.parts:
+            local = global_section - part.first_global
+            if 0 <= local < len(part.partition.sections):
+                return part.partition.first_section + local
+        return None
+
+
+def compose_view(
+    manifest: Manifest, parts: tuple[ViewPart, ...], shared_view: PackageView | None = None
+) -> PackageView:
+    """The view over ``parts`` (the shared partition first); ``shared_view`` is the package's
+    anonymous view, for every view that has a tenant partition."""
+    shared = parts[0].partition
+    documents: Sequence[Document] = shared.documents
+    sections: Sequence[Section] = shared.sections
+    section_doc: Sequence[int] = shared.section_doc
+    first_sections: Sequence[int] = shared.doc_first_section
+    lexicon: Mapping[str, str] = shared.lexicon
+    if len(parts) > 1:  # the tenant's own, after the shared partition, nothing copied
+        own, first_doc = parts[1].partition, parts[1].first_doc
+        documents = Joined(documents, own.documents)
+        sections = Joined(sections, own.sections)
+        section_doc = Joined(section_doc, Offset(own.section_doc, first_doc))
+        first_sections = Joined(first_sections, Offset(own.doc_first_section, own.first_section))
+        lexicon = ChainMap(shared.lexicon, own.lexicon)  # the shared partition's spellings win
+    return PackageView(
+        manifest=manifest,
+        parts=parts,
+        documents=documents,
+        section_doc=section_doc,
+        sections=sections,
+        doc_first_section=first_sections,
+        analyzer=Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon),
+        texts=ViewTexts(parts),
+        synonyms=shared.synonyms,
+        shared_view=shared_view,
+    )
+
+
+def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
+    for index in range(len(parts) - 1, -1, -1):
+        if section >= parts[index].partition.first_section:
+            return index
+    raise IndexError(f"section {section} is not in this view")
+
+
+def exact_keys(view: PackageView, part: ViewPart) -> dict[str, list[ExactTarget]]:
+    """Folded id / section id / alias / title / fact address → targets (case-insensitive), for
+    the documents and sections of one partition (view numbering)."""
+    keys: dict[str, list[ExactTarget]] = {}
+
+    def add(key: str, target: ExactTarget) -> None:
+        keys.setdefault(fold(key).strip(), []).append(target)
+
+    for doc_index in part.doc_indices():
+        doc = view.documents[doc_index]
+        add(doc.semantic_id, ExactTarget("document", doc_index))
+        add(doc.title, ExactTarget("title", doc_index))
+        for alias in doc.aliases:
+            add(alias, ExactTarget("alias", doc_index))
+        for name in doc.facts:
+            add(f"{doc.semantic_id}.{name}", ExactTarget("fact", doc_index, fact=name))
+    for section_index in part.section_indices():
+        add(
+            view.sections[section_index].section_id,
+            ExactTarget("section", view.section_doc[section_index], section_index),
+        )
+    return keys
+
+
+def _ids(view: PackageView, part: ViewPart) -> tuple[dict[str, int], dict[str, int]]:
+    """(section id → view section, semantic id → view document) of one partition."""
+    sections = {view.sections[i].section_id: i for i in part.section_indices()}
+    docs = {view.documents[i].semantic_id: i for i in part.doc_indices()}
+    return sections, docs
