@@ -3,7 +3,7 @@ latency against bm25s, on synthetic corpora of growing size.
 
     python bench/scale.py [--sections 10000 100000] [--root /work/synthetic] [--seed 1]
         [--tenants 20] [--topical 80] [--rounds 2] [--pyodide-max-sections N]
-        [--no-build-rss] [--no-cpython] [--no-bm25s] [--no-pyodide] [--no-plots] [--fresh]
+        [--no-cpython] [--no-bm25s] [--no-pyodide] [--no-plots] [--fresh] [--report-only]
 
 For each size N: the corpus of bench/synthetic_corpus.py under ROOT/scale-N/ (generated unless it
 is there with the same arguments), then
@@ -748,6 +748,9 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             axes if len(panels) > 1 else [axes], panels, strict=True
         ):
             panel(ax, title, ylabel, curves)
+            if any(path[0] == "pyodide" and "heap_bytes" in path for _, path, _ in curves):
+                ax.axhline(ISOLATE_MEMORY_BYTES / MIB, color="grey", linestyle="--", linewidth=1)
+                ax.annotate("isolate limit 128 MB", (rows[0]["sections"], 128e6 / MIB), fontsize=8)
         fig.suptitle(f"bench/scale.py — {name.removeprefix('scale_').removesuffix('.png')}")
         fig.tight_layout()
         path = out / name
@@ -774,11 +777,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="no PNG curves")
     parser.add_argument("--out", type=Path, default=RESULTS, help="the JSON of the raw figures")
     parser.add_argument("--fresh", action="store_true", help="drop stored rows of other sizes")
+    parser.add_argument(
+        "--report-only", action="store_true", help="measure nothing: table and plots of --out"
+    )
     args = parser.parse_args(argv)
     if args.root.resolve().is_relative_to(ROOT):
         parser.error("--root must be outside the repository (corpora are never committed)")
-    rows = []
-    for sections in args.sections:
+    rows: list[dict[str, Any]] = []
+    for sections in [] if args.report_only else args.sections:
         try:
             rows.append(measure_size(sections, args))
         except Exception as exc:  # a bug of this script for one size: the others still run
@@ -786,9 +792,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"sections": sections, "label": label_of(sections),
                          "errors": {"size": f"failed: {type(exc).__name__}: {exc}"}})  # fmt: skip
         print(json.dumps(rows[-1], default=str)[:2000], flush=True)
-    merged = merge(args.out, rows, args.fresh)
-    document = {"generated_by": "bench/scale.py", "rows": merged}
-    args.out.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    merged = merge(args.out, rows, args.fresh and not args.report_only)
+    if not args.report_only:
+        document = {"generated_by": "bench/scale.py", "rows": merged}
+        args.out.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     print_table(merged)
     print()
     print(markdown_table(merged))
@@ -798,7 +805,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
         except Exception as exc:
             print(f"plots failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    print(f"wrote {args.out}")
+    if not args.report_only:
+        print(f"wrote {args.out}")
     return 0
 
 
