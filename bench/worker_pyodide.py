@@ -16,13 +16,15 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.pyodide.client import PyodideHost, run_wrangler  # noqa: E402
+from tests.pyodide.client import PyodideHost, WorkerResponse, run_wrangler  # noqa: E402
 
 from router.analysis.analyzer import AnalyzerConfig  # noqa: E402
 from router.compile.beir import load_beir  # noqa: E402
@@ -52,13 +54,42 @@ def scifact_package(out: Path) -> tuple[Path, list[str]]:
     return write_package(compiled, out / "pkg"), list(collection.queries.values())
 
 
-def measure(
-    name: str, folder: Path, queries: list[str], work: Path, query_log: bool = True
-) -> dict[str, Any]:
-    state = work / f"state-{name}-{query_log}"
+@dataclass
+class WorkerRun:
+    """One package served by a fresh host: the heap at each step, the first request (the app
+    import), the first query (the package load) and the responses to the other requests."""
+
+    boot_s: float
+    startup_timings_ms: dict[str, Any]
+    app_import: WorkerResponse
+    first: WorkerResponse
+    warm: list[WorkerResponse]
+    heap_booted_bytes: int
+    heap_app_bytes: int
+    heap_loaded_bytes: int
+    heap_after_bytes: int
+
+
+def prepare_state(work: Path, name: str) -> Path:
+    """A fresh wrangler ``--persist-to`` folder with the D1 migrations applied."""
+    state = work / f"state-{name}"
     run_wrangler(
         ["d1", "migrations", "apply", "KNOWLEDGE_DB", "--local", "--persist-to", str(state)]
     )
+    return state
+
+
+def run_worker(
+    name: str,
+    folder: Path,
+    bodies: list[dict[str, Any]],
+    work: Path,
+    query_log: bool = True,
+    on_progress: Callable[[int], None] | None = None,
+) -> WorkerRun:
+    """Publish ``folder`` into a fresh host and POST ``bodies`` to ``/v1/query`` in order (the
+    first one is the cold query). Raises HostError when the host dies or a command fails."""
+    state = prepare_state(work, f"{name}-{query_log}")
     host = PyodideHost(
         persist_to=state,
         log=work / f"host-{name}.log",
@@ -72,23 +103,62 @@ def measure(
         app_import = host.fetch("GET", "/v1/health")  # no version yet: imports the app only
         heap_app = host.stats()["heap_bytes"]
         host.publish(folder)
-        first = host.fetch("POST", "/v1/query", {"query": queries[0]})
-        assert first.status == 200, first.body
+        first = host.fetch("POST", "/v1/query", bodies[0])
         heap_loaded = host.stats()["heap_bytes"]
-        warm, router_ms, texts_ms, chunks, text_bytes = [], [], [], [], []
-        for query in queries[1:]:
-            response = host.fetch("POST", "/v1/query", {"query": query[:2000]})
-            assert response.status in (200, 422), response.body
-            warm.append(response.ms)
-            stages = response.json().get("trace", {}).get("stages", {})
-            router_ms.append(sum(s.get("ms", 0.0) for s in stages.values() if isinstance(s, dict)))
-            texts = stages.get("texts", {})
-            if "chunks_fetched" in texts:  # format 3: section texts read per query
-                texts_ms.append(texts["ms"])
-                chunks.append(texts["chunks_fetched"])
-                text_bytes.append(texts["bytes_fetched"])
+        warm = []
+        for number, body in enumerate(bodies[1:], start=1):
+            warm.append(host.fetch("POST", "/v1/query", body))
+            if on_progress is not None:
+                on_progress(number)
         heap_after = host.stats()["heap_bytes"]
         timings = host.ready.get("timings", {})
+    return WorkerRun(
+        boot_s, timings, app_import, first, warm, heap_booted, heap_app, heap_loaded, heap_after
+    )
+
+
+def trace_stages(response: WorkerResponse) -> dict[str, dict[str, Any]]:
+    """The stages of a response's trace (empty for an error response)."""
+    try:
+        stages = response.json().get("trace", {}).get("stages", {})
+    except ValueError:
+        return {}
+    return {k: v for k, v in stages.items() if isinstance(v, dict)}
+
+
+def router_ms(stages: dict[str, dict[str, Any]]) -> float:
+    """The router's own time: the sum of the trace's stage times."""
+    return float(sum(s.get("ms", 0.0) for s in stages.values()))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (0–100), interpolated; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def measure(
+    name: str, folder: Path, queries: list[str], work: Path, query_log: bool = True
+) -> dict[str, Any]:
+    bodies = [{"query": query[:2000]} for query in queries]
+    run = run_worker(name, folder, bodies, work, query_log)
+    assert run.first.status == 200, run.first.body
+    warm, router, texts_ms, chunks, text_bytes = [], [], [], [], []
+    for response in run.warm:
+        assert response.status in (200, 422), response.body
+        warm.append(response.ms)
+        stages = trace_stages(response)
+        router.append(router_ms(stages))
+        texts = stages.get("texts", {})
+        if "chunks_fetched" in texts:  # format 3: section texts read per query
+            texts_ms.append(texts["ms"])
+            chunks.append(texts["chunks_fetched"])
+            text_bytes.append(texts["bytes_fetched"])
     package_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     vectors = folder / "vectors.bin"
     return {
@@ -97,22 +167,22 @@ def measure(
         "package_bytes": package_bytes,
         "package_bytes_in_isolate": package_bytes
         - (vectors.stat().st_size if vectors.exists() else 0),
-        "host_boot_s": round(boot_s, 2),
-        "startup_timings_ms": timings,
-        "first_request_ms": round(app_import.ms, 1),
-        "first_query_ms": round(first.ms, 1),
+        "host_boot_s": round(run.boot_s, 2),
+        "startup_timings_ms": run.startup_timings_ms,
+        "first_request_ms": round(run.app_import.ms, 1),
+        "first_query_ms": round(run.first.ms, 1),
         "warm_p50_ms": round(statistics.median(warm), 2),
         "warm_p95_ms": round(statistics.quantiles(warm, n=20)[18], 2),
         "warm_queries": len(warm),
-        "router_p50_ms": round(statistics.median(router_ms), 2),
-        "router_p95_ms": round(statistics.quantiles(router_ms, n=20)[18], 2),
+        "router_p50_ms": round(statistics.median(router), 2),
+        "router_p95_ms": round(statistics.quantiles(router, n=20)[18], 2),
         "texts_p50_ms": round(statistics.median(texts_ms), 2) if texts_ms else None,
         "text_chunks_fetched_mean": round(statistics.mean(chunks), 2) if chunks else None,
         "text_kib_fetched_mean": round(statistics.mean(text_bytes) / 1024, 1) if chunks else None,
-        "heap_booted_bytes": heap_booted,
-        "heap_app_bytes": heap_app,
-        "heap_loaded_bytes": heap_loaded,
-        "heap_after_bytes": heap_after,
+        "heap_booted_bytes": run.heap_booted_bytes,
+        "heap_app_bytes": run.heap_app_bytes,
+        "heap_loaded_bytes": run.heap_loaded_bytes,
+        "heap_after_bytes": run.heap_after_bytes,
     }
 
 

@@ -1,0 +1,51 @@
+"""bench/scale.py: fetches are summed over every stage that reports them (a new stage counts
+without a change), cached responses are left out, and the query set is deterministic and
+deduplicated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.scale import REQUEST_FIELDS, fetch_cost, fetch_summary, load_queries, request_body
+from bench.synthetic_corpus import CorpusSpec, generate
+
+
+def test_fetches_are_summed_over_every_stage_that_reports_them() -> None:
+    stages = {
+        "bm25": {"ms": 1.0, "candidates": []},
+        "texts": {"ms": 2.0, "chunks_fetched": 2, "bytes_fetched": 300, "round_trips": 1},
+        "shards": {"ms": 0.5, "bytes": 40, "round_trips": 2},  # a stage that does not exist yet
+        "vector": {"ms": 0.0, "skipped": "no embedder"},
+    }
+    assert fetch_cost(stages) == (340, 3, {"texts": 300, "shards": 40})
+
+
+def test_cached_responses_are_left_out_of_the_fetches() -> None:
+    fetched = {"stages": {"texts": {"bytes_fetched": 100, "round_trips": 1}}}
+    cached = {**fetched, "served_from_cache": "memory"}
+    summary = fetch_summary([fetched, cached, {"stages": {}}])
+    assert summary["cached_left_out"] == 1
+    assert summary["bytes"]["n"] == 2
+    assert summary["bytes"]["max"] == 100
+    assert summary["round_trips"]["mean"] == 0.5
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("scale") / "corpus"
+    generate(CorpusSpec(sections=300, seed=3, tenants=3), root)
+    return root
+
+
+def test_the_query_set_is_deterministic_unique_and_topped_up(corpus: Path) -> None:
+    rows = load_queries(corpus, topical=30, seed=1)
+    assert rows == load_queries(corpus, topical=30, seed=1)
+    keys = [(r["query"], *(r.get(f) for f in REQUEST_FIELDS)) for r in rows]
+    assert len(set(keys)) == len(keys)
+    topical = [r for r in rows if r["category"].startswith("topical_")]
+    assert 25 <= len(topical) <= 30
+    assert {r["category"] for r in topical} == {"topical_heading", "topical_phrase"}
+    assert all(r["query"] and "[[" not in r["query"] and "{#" not in r["query"] for r in topical)
+    body = request_body({**rows[0], "tenant": None, "page": None})
+    assert set(body) <= {"query", *REQUEST_FIELDS} and "tenant" not in body
