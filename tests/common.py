@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
+from router.package.view import PackageView
+from router.sync import run_sync
 
 __all__ = [
     "ALFA",
@@ -83,3 +85,11 @@ def llm_context() -> AgentKnowledgeContext:
         confidence_level="HIGH",
         knowledge_version="v1",
     )
+
+
+def load_all_postings(view: PackageView) -> PackageView:
+    """Fetch every posting shard of a view (for tests that score with ``query_lists`` directly;
+    the cascade fetches the shards of each query's terms itself)."""
+    terms = {t for part in view.parts for t in part.partition.term_ids}
+    run_sync(view.load_postings(terms))
+    return view

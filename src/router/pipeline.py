@@ -96,7 +96,7 @@ async def run_cascade(
         cache_key = lookup.key
 
     state.exact = exact_hits(state)
-    state.lexical = lexical_search(state, features.terms)
+    state.lexical = await lexical_search(state, features.terms)
     if state.exact:
         trace.skip("corrective", "exact hit")
     elif not config.corrective_expansion:
@@ -104,7 +104,7 @@ async def run_cascade(
     elif not is_weak(state.lexical.confidence, config):
         trace.skip("corrective", "lexical result strong enough")
     else:
-        state.lexical = correct(state, state.lexical)
+        state.lexical = await correct(state, state.lexical)
     state.graph = graph_neighbours(state) if _budget_left(trace, "graph") else []
     state.assessment = assess(state)
     state.vector = await _vector_stage(state, services)

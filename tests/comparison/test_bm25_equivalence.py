@@ -32,7 +32,7 @@ from router.package.reader import load_package
 from router.package.view import PackageView
 from router.stages.bm25 import block_weights, query_lists, weighted_scores
 from router.stages.bm25_pruning import weighted_top_k
-from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, write_doc
+from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, load_all_postings, write_doc
 
 SCIFACT = SHARED_DATA / "scifact"
 TOLERANCE = 1e-4  # bm25s sums float32 impacts; the Worker sums them as float64
@@ -43,7 +43,7 @@ K1, B = 1.5, 0.75  # BuildConfig's defaults (the manifest test pins them)
 def _load(documents: Sequence[Document], config: BuildConfig) -> PackageView:
     """The anonymous caller's view of the compiled documents (all shared here)."""
     files = compile_documents(documents, config).files()
-    return load_package(files["manifest.json"], files.__getitem__).view(None)
+    return load_all_postings(load_package(files["manifest.json"], files.__getitem__).view(None))
 
 
 def _body_tokens(package: PackageView, documents: Sequence[Document]) -> list[list[str]]:

@@ -34,7 +34,8 @@ def test_manifest_describes_every_artifact(built: BuildResult) -> None:
         blob = built.package.artifacts[name]
         assert manifest["artifacts"][name] == {"sha256": sha256_hex(blob), "bytes": len(blob)}
     chunks = [name for name in manifest["artifacts"] if ".texts-" in name]
-    assert chunks and set(manifest["artifacts"]) == {*required, *chunks}
+    shards = [name for name in manifest["artifacts"] if ".s-" in name]
+    assert chunks and shards and set(manifest["artifacts"]) == {*required, *chunks, *shards}
 
 
 def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:

@@ -26,7 +26,7 @@ from router.package.partitions import SHARED_PARTITION, partition_key
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
 from router.stages.bm25 import query_lists, weighted_scores
-from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, TODAY, write_doc
+from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, TODAY, load_all_postings, write_doc
 
 LEAKY_DOC = """---
 semanticId: metalurgicaBeta.leak
@@ -149,7 +149,7 @@ def test_two_partitions_score_with_summed_statistics_and_their_own_lengths(tmp_p
     documents = load_knowledge(tmp_path).documents
     weights = {name: 1.0 if name == "body" else 0.0 for name in FIELD_NAMES}
     files = compile_documents(documents, BuildConfig(field_weights=weights)).files()
-    view = _load(files).view(ALFA)
+    view = load_all_postings(_load(files).view(ALFA))
     terms = view.analyzer.terms("andaime cinto")
     ours = weighted_scores(query_lists(view, terms, {"bm25f": 1.0}, "lucene"))
 

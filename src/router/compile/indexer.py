@@ -27,7 +27,7 @@ from router.knowledge.parser import strip_wikilinks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
-from router.package.postings import encode_blocks, encode_postings
+from router.package.shards import encode_shards
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
@@ -243,16 +243,13 @@ def _compile_partition(
     vocabulary = {term: i for i, term in enumerate(terms)}
     blocks = _posting_blocks(field_tokens, vocabulary, config, first_section)
     bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
+    directory, shards = encode_shards(blocks, len(terms), first_section + len(texts))
     files = {
         "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
         "terms.json": dumps_json(terms),
         "lexicon.json": dumps_json(lexicon),
-        "postings.bin": encode_blocks(
-            {
-                name: encode_postings(*block, first_section + len(texts))
-                for name, block in blocks.items()
-            }
-        ),
+        "postings.bin": directory,
+        **shards,
         "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
         **encode_texts(bodies),
     }

@@ -21,6 +21,7 @@ from router.package.partitions import (
     partition_file,
     partition_of,
 )
+from router.package.shards import is_shard
 from router.package.texts import is_text_chunk
 
 __all__ = [
@@ -69,8 +70,10 @@ class Manifest:
 
     @property
     def lazy_names(self) -> tuple[str, ...]:
-        """Artifacts read only when a query needs them (the section text chunks)."""
-        return tuple(sorted(name for name in self.artifacts if is_text_chunk(name)))
+        """Artifacts read only when a query needs them (text chunks, posting shards)."""
+        return tuple(
+            sorted(name for name in self.artifacts if is_text_chunk(name) or is_shard(name))
+        )
 
     def partition(self, key: str) -> PartitionEntry | None:
         return next((p for p in self.partitions if p.key == key), None)

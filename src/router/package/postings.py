@@ -48,6 +48,8 @@ class Postings:
     section_ids: Sequence[int]
     scores: Sequence[float]
     num_sections: int
+    maxima: Sequence[float] | None = None  # each term's largest impact, when stored
+    key: str = ""  # stable identity (partition, shard, block) for memos; "" → id()
 
     @property
     def num_terms(self) -> int:

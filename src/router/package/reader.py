@@ -23,7 +23,8 @@ from router.package.partitions import (
     partition_file,
     partition_key,
 )
-from router.package.postings import Postings, decode_blocks
+from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
+from router.package.shards import decode_directory
 from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, SectionTexts
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
@@ -47,7 +48,7 @@ class Partition:
     doc_first_section: list[int]  # partition-local first section of each document
     sections: list[Section]
     term_ids: dict[str, int]
-    blocks: dict[str, Postings]  # field name (or "bm25f") → posting block
+    postings: PartitionShards  # the resident directory; shards read per query
     lexicon: dict[str, str]
     surface_words: list[tuple[str, str]]  # (word, term), typo repair
     texts: SectionTexts
@@ -140,14 +141,16 @@ def load_package(
     with_vectors: bool = True,
     fetch_chunk: ChunkFetcher | None = None,
     text_cache_bytes: int = DEFAULT_TEXT_CACHE_BYTES,
+    shard_cache_bytes: int = DEFAULT_SHARD_CACHE_BYTES,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
     Every partition is verified and decoded here, so a damaged one refuses the whole version
     (the previous one keeps serving). ``with_vectors=False`` leaves ``vectors.bin`` unread: a
     server whose vector index is remote (Vectorize) never needs the section vectors in memory.
-    Section texts are never decoded here: their chunks are read when a query quotes them, with
-    ``fetch_chunk`` (async; e.g. an R2 read) or else with ``fetch``, and verified on arrival.
+    Section texts and posting shards are never read here: a query fetches the chunks it quotes
+    and the shards of its terms, with ``fetch_chunk`` (async; e.g. an R2 read) or else with
+    ``fetch``, verified on arrival.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     blobs = {
@@ -155,8 +158,9 @@ def load_package(
         for name in manifest.names_to_read(with_vectors=with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
+    shard_cache = ShardCache(shard_cache_bytes)
     partitions = [
-        _decode_partition(manifest, entry, blobs, read_chunk, text_cache_bytes)
+        _decode_partition(manifest, entry, blobs, read_chunk, text_cache_bytes, shard_cache)
         for entry in manifest.partitions
     ]
     return KnowledgePackage(
@@ -172,6 +176,7 @@ def _decode_partition(
     blobs: dict[str, bytes],
     read_chunk: ChunkFetcher,
     text_cache_bytes: int,
+    shard_cache: ShardCache,
 ) -> Partition:
     """One partition's files, checked against each other and against the manifest."""
 
@@ -185,16 +190,20 @@ def _decode_partition(
         surface = [(str(word), str(stem)) for word, stem in json.loads(blob("surface.json"))]
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
-    blocks = decode_blocks(blob("postings.bin"))
+    directory = decode_directory(blob("postings.bin"))
     documents, sections, section_doc = _decode_catalog(catalog)
-    id_space = entry.first_section + len(sections)
     if (
-        not blocks
-        or len(sections) != entry.sections
+        len(sections) != entry.sections
         or len(documents) != entry.documents
-        or any(p.num_sections != id_space or p.num_terms != len(terms) for p in blocks.values())
+        or directory.sections != entry.first_section + len(sections)
+        or directory.terms != len(terms)
     ):
         raise PackageFormatError(f"partition {entry.key}: postings do not match its catalog")
+    shard_names = [
+        partition_file(entry.key, directory.file_name(s)) for s in range(len(directory.hashes))
+    ]
+    if any(name not in manifest.artifacts for name in shard_names):
+        raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer shards")
     vectors_name = partition_file(entry.key, VECTORS_NAME)
     vectors = decode_vectors(blobs[vectors_name]) if vectors_name in blobs else None
     if vectors is not None and (
@@ -220,7 +229,7 @@ def _decode_partition(
         doc_first_section=_first_sections(documents),
         sections=sections,
         term_ids={term: index for index, term in enumerate(terms)},
-        blocks=blocks,
+        postings=PartitionShards(entry.key, directory, read_chunk, shard_cache),
         lexicon=lexicon,
         surface_words=surface,
         texts=SectionTexts(text_index, read_own_chunk, text_cache_bytes),
@@ -237,7 +246,8 @@ def _first_sections(documents: list[Document]) -> list[int]:
 def _chunk_reader(
     manifest: Manifest, fetch: ArtifactFetcher, fetch_chunk: ChunkFetcher | None
 ) -> ChunkFetcher:
-    """Reads one text chunk and checks it against the manifest before anyone uses it."""
+    """Reads one lazily read file (text chunk, shard) and checks it against the manifest before
+    anyone uses it."""
 
     async def read(name: str) -> bytes:
         blob = await fetch_chunk(name) if fetch_chunk is not None else fetch(name)

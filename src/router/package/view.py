@@ -21,6 +21,7 @@ from router.knowledge.model import Document, Section
 from router.package.joined import Joined, Offset
 from router.package.manifest import Manifest
 from router.package.postings import Postings
+from router.package.shard_store import ShardReads, load_shards
 from router.package.text_store import TextReads, loop_running
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ class PackageView:
     @property
     def block_names(self) -> list[str]:
         """The posting blocks of this view (the same in every partition of a package)."""
-        return list(self.parts[0].partition.blocks)
+        return list(self.parts[0].partition.postings.directory.blocks)
 
     def first_section(self, doc_index: int) -> int:
         return self.doc_first_section[doc_index]
@@ -205,13 +206,27 @@ class PackageView:
         return any(term in part.partition.term_ids for part in self.parts)
 
     def posting_lists(self, term: str, block: str) -> list[tuple[Postings, int]]:
-        """(postings, term id) of ``term`` in one block of each partition in view holding it."""
+        """(postings, term id) of ``term`` in one block of each partition in view holding it;
+        its shards must have been loaded (``load_postings``)."""
         found = []
         for part in self.parts:
             term_id = part.partition.term_ids.get(term)
             if term_id is not None:
-                found.append((part.partition.blocks[block], term_id))
+                found.append(part.partition.postings.postings(term_id, block))
         return found
+
+    async def load_postings(self, terms: Iterable[str]) -> ShardReads:
+        """Fetch (concurrently, one round trip) the shards holding ``terms`` that the isolate
+        does not hold yet, in every partition in view."""
+        distinct = set(terms)
+        wanted = [
+            (
+                part.partition.postings,
+                [i for t in distinct if (i := part.partition.term_ids.get(t)) is not None],
+            )
+            for part in self.parts
+        ]
+        return await load_shards([(store, ids) for store, ids in wanted if ids])
 
     @property
     def num_sections(self) -> int:

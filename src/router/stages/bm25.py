@@ -105,7 +105,10 @@ def term_ids(terms: Sequence[str], vocabulary: dict[str, int]) -> list[int]:
 
 
 def max_impact(postings: Postings, term: int, cache: dict[tuple[int, int], float]) -> float:
-    """Largest impact of a term in any section of one block (its upper bound), memoised."""
+    """Largest impact of a term in any section of one block (its upper bound): stored with a
+    shard, else computed once and memoised."""
+    if postings.maxima is not None:
+        return postings.maxima[term]
     key = (id(postings), term)
     found = cache.get(key)
     if found is None:

@@ -118,7 +118,9 @@ class ScoreBounds:
 
     maxima: dict[tuple[int, int], float] = field(default_factory=dict)
     max_bytes: int = DEFAULT_BOUND_CACHE_BYTES
-    _sections: dict[tuple[int, int], bytes] = field(default_factory=dict, init=False, repr=False)
+    _sections: dict[tuple[str | int, int], bytes] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _bytes: int = field(default=0, init=False, repr=False)
 
     def maximum(self, postings: Postings, term: int) -> float:
@@ -126,7 +128,7 @@ class ScoreBounds:
 
     def cached_sections(self, postings: Postings, term: int) -> bytes | None:
         """The per-section bytes of a list, if they were built before."""
-        return self._sections.get((id(postings), term))
+        return self._sections.get((postings.key or id(postings), term))
 
     def build_sections(self, postings: Postings, term: int, start: int, end: int) -> bytes | None:
         """Build (and keep) the per-section bytes of a long list; None when they do not fit."""
@@ -140,7 +142,7 @@ class ScoreBounds:
         sections = postings.section_ids[start:end].tolist()  # type: ignore[attr-defined]
         for section, impact in zip(sections, postings.scores[start:end].tolist(), strict=True):  # type: ignore[attr-defined]
             levels[section] = int(impact * scale) + 1
-        found = self._sections[(id(postings), term)] = bytes(levels)
+        found = self._sections[(postings.key or id(postings), term)] = bytes(levels)
         self._bytes += size
         return found
 

@@ -34,7 +34,7 @@ def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
     return confidence.value < config.medium_confidence or bool(confidence.unknown_terms)
 
 
-def correct(state: QueryState, lexical: Lexical) -> Lexical:
+async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     """Expand once (typo repair, then synonyms); the most confident of the tries is kept."""
     package = state.package
     fuzzy = fuzzy_vocabulary(package)
@@ -48,9 +48,9 @@ def correct(state: QueryState, lexical: Lexical) -> Lexical:
     best, tried = lexical, []
     if expansion.corrections:
         corrected = expansion.terms[: len(lexical.terms)]
-        tried.append(lexical_search(state, corrected, "_corrected"))
+        tried.append(await lexical_search(state, corrected, "_corrected"))
     if expansion.synonyms and (not tried or is_weak(tried[0].confidence, state.config)):
-        tried.append(lexical_search(state, expansion.terms, "_expanded"))
+        tried.append(await lexical_search(state, expansion.terms, "_expanded"))
     for candidate in tried:
         if candidate.confidence.value > best.confidence.value:
             best = candidate

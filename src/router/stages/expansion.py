@@ -42,11 +42,8 @@ class TermLayer:
 def term_layer(package: PackageView, part: ViewPart) -> TermLayer:
     """A partition's terms and document frequencies (the largest over its posting blocks)."""
     partition = part.partition
-    blocks = list(partition.blocks.values())
-    frequency = {
-        term: max(p.indptr[i + 1] - p.indptr[i] for p in blocks)
-        for term, i in partition.term_ids.items()
-    }
+    df = partition.postings.directory.df  # resident: no shard is read for typo repair
+    frequency = {term: df[i] for term, i in partition.term_ids.items()}
     return TermLayer(frequency, _alphabet(frequency))
 
 

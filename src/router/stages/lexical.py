@@ -32,10 +32,12 @@ class Lexical:
     confidence: LexicalConfidence
 
 
-def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") -> Lexical:
+async def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") -> Lexical:
     """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
-    ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them)."""
+    ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The posting
+    shards of ``terms`` are fetched first (the trace's ``bm25`` counts them)."""
     package, config, allowed = state.package, state.config, state.allowed
+    reads = await package.load_postings(terms)
     keyword_layers: list[KeywordIndex] = package.layers("keyword", KeywordIndex)
     keyword = keyword_matches(keyword_layers, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
@@ -57,6 +59,12 @@ def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") 
     }
     if ranking.truncated:  # the postings budget cut the scoring short
         details["truncated"] = True
+    if reads.round_trips:
+        details.update(
+            shards_fetched=reads.shards_fetched,
+            bytes_fetched=reads.bytes_fetched,
+            round_trips=reads.round_trips,
+        )
     state.trace.stage("bm25" + stage_suffix, **details)
     return Lexical(list(terms), keyword, ranked, confidence)
 

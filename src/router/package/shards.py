@@ -1,0 +1,196 @@
+"""Encoder and decoder of a partition's postings split into term shards (docs/index-format.md).
+
+Why shards (docs/adr/0010, step 3): a query reads the posting lists of a handful of terms; at a
+million sections a partition's postings are hundreds of megabytes, so they are cut into files of
+about ``SHARD_POSTINGS`` postings by analysed term (Pagefind's lesson: shard by what the query
+looks up after analysis, the stem, not the raw word) and fetched per query. What stays resident
+is the directory: where each shard starts in the sorted vocabulary, its content hash (its file
+name, so an unchanged shard keeps its name across versions), and per term its document frequency
+and its largest impact per block — all a query needs to plan its reads and bound its scores.
+
+    <key>.postings.bin  (the directory)
+        magic    b"KRSHRD01"                  8 bytes
+        header   uint32 terms T, shards C, blocks B, section space S
+        names    B × 16-byte ASCII block name, NUL-padded
+        first    uint32[C + 1]                first term of each shard; first[C] = T
+        hashes   C × 16 ASCII hex digits      shard c is the file ``<key>.s-<hash>.bin``
+        df       uint32[T]                    sections holding the term (largest over blocks)
+        maxima   float32[B × T]               largest impact of each term, block by block
+    <key>.s-<hash>.bin  (a shard)
+        a ``postings`` blocks file (router.package.postings) over the shard's terms only:
+        term t of the partition is local term t − first[c]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import pairwise
+
+from router.errors import PackageFormatError
+from router.package.arrays import little_endian_bytes, little_endian_view
+from router.package.postings import Postings, decode_blocks, encode_blocks, encode_postings
+
+__all__ = [
+    "SHARD_POSTINGS",
+    "ShardDirectory",
+    "decode_directory",
+    "decode_shard",
+    "encode_shards",
+    "is_shard",
+    "shard_name",
+]
+
+SHARD_POSTINGS = 8192
+"""Postings per shard file (about 64 KiB): a cold query of ten terms fetches ~10 such files at
+once, and a long list is one shard of its own."""
+
+_MAGIC = b"KRSHRD01"
+_HEADER = struct.Struct("<8sIIII")
+_NAME = 16
+_HASH = 16
+
+CscBlock = tuple[Sequence[int], Sequence[int], Sequence[float]]
+
+
+def shard_name(digest: str) -> str:
+    """The file name of a shard (without its partition prefix)."""
+    return f"s-{digest}.bin"
+
+
+def is_shard(name: str) -> bool:
+    """True for a shard file, ``<partition>.s-<hash>.bin`` (read lazily, per query)."""
+    stem = name.rpartition(".")[0].rpartition(".")[2] if name.count(".") >= 2 else ""
+    return stem.startswith("s-") and len(stem) == 2 + _HASH and name.endswith(".bin")
+
+
+@dataclass(frozen=True)
+class ShardDirectory:
+    """The resident part of a partition's postings."""
+
+    blocks: tuple[str, ...]
+    first: Sequence[int]  # C + 1
+    hashes: tuple[str, ...]
+    df: Sequence[int]  # T
+    maxima: Sequence[float]  # B × T
+    sections: int  # section number space of every block
+
+    @property
+    def terms(self) -> int:
+        return len(self.df)
+
+    def shard_of(self, term: int) -> int:
+        return bisect_right(self.first, term) - 1
+
+    def file_name(self, shard: int) -> str:
+        return shard_name(self.hashes[shard])
+
+    def maximum(self, block: str, term: int) -> float:
+        return self.maxima[self.blocks.index(block) * self.terms + term]
+
+
+def encode_shards(
+    blocks: Mapping[str, CscBlock],
+    num_terms: int,
+    sections: int,
+    target: int = SHARD_POSTINGS,
+) -> tuple[bytes, dict[str, bytes]]:
+    """The directory and the shard files (named by content) of a partition's posting blocks."""
+    names = list(blocks)
+    sizes = [
+        max(blocks[b][0][t + 1] - blocks[b][0][t] for b in names) if names else 0
+        for t in range(num_terms)
+    ]
+    first = [0]
+    count = 0
+    for term, size in enumerate(sizes):
+        if count and count + size > target:
+            first.append(term)
+            count = 0
+        count += size
+    first.append(num_terms)
+    files: dict[str, bytes] = {}
+    hashes: list[str] = []
+    for start, end in pairwise(first):
+        blob = encode_blocks({b: _slice(blocks[b], start, end, sections) for b in names})
+        digest = hashlib.sha256(blob).hexdigest()[:_HASH]
+        hashes.append(digest)
+        files[shard_name(digest)] = blob
+    maxima = [
+        max(blocks[b][2][blocks[b][0][t] : blocks[b][0][t + 1]], default=0.0)
+        for b in names
+        for t in range(num_terms)
+    ]
+    directory = b"".join(
+        [
+            _HEADER.pack(_MAGIC, num_terms, len(hashes), len(names), sections),
+            *(b.encode("ascii").ljust(_NAME, b"\0") for b in names),
+            little_endian_bytes("I", first),
+            "".join(hashes).encode("ascii"),
+            little_endian_bytes("I", sizes),
+            little_endian_bytes("f", maxima),
+        ]
+    )
+    return directory, files
+
+
+def _slice(block: CscBlock, start: int, end: int, sections: int) -> bytes:
+    indptr, ids, impacts = block
+    low, high = indptr[start], indptr[end]
+    local = [p - low for p in indptr[start : end + 1]]
+    return encode_postings(local, ids[low:high], impacts[low:high], sections)
+
+
+def decode_directory(blob: bytes) -> ShardDirectory:
+    """The directory's arrays (zero-copy views); a wrong magic or length refuses the package."""
+    if len(blob) < _HEADER.size:
+        raise PackageFormatError("postings directory is truncated")
+    magic, terms, shards, blocks, sections = _HEADER.unpack_from(blob)
+    if magic != _MAGIC:
+        raise PackageFormatError(f"postings directory has magic {magic!r}, expected {_MAGIC!r}")
+    expected = (
+        _HEADER.size + blocks * _NAME + 4 * (shards + 1) + shards * _HASH + 4 * terms
+        + 4 * blocks * terms
+    )  # fmt: skip
+    if len(blob) != expected or not blocks:
+        raise PackageFormatError(f"postings directory is {len(blob)} bytes, expected {expected}")
+    view = memoryview(blob)
+    offset = _HEADER.size
+    names = tuple(
+        bytes(view[offset + i * _NAME : offset + (i + 1) * _NAME]).rstrip(b"\0").decode("ascii")
+        for i in range(blocks)
+    )
+    offset += blocks * _NAME
+    first = little_endian_view(view[offset : offset + 4 * (shards + 1)], "I")
+    offset += 4 * (shards + 1)
+    raw = bytes(view[offset : offset + shards * _HASH]).decode("ascii")
+    hashes = tuple(raw[i * _HASH : (i + 1) * _HASH] for i in range(shards))
+    offset += shards * _HASH
+    df = little_endian_view(view[offset : offset + 4 * terms], "I")
+    offset += 4 * terms
+    maxima = little_endian_view(view[offset:], "f")
+    if first[0] != 0 or first[shards] != terms or list(first) != sorted(first):
+        raise PackageFormatError("postings directory has an inconsistent shard table")
+    return ShardDirectory(names, first, hashes, df, maxima, sections)
+
+
+def decode_shard(
+    blob: bytes, directory: ShardDirectory, shard: int, key: str
+) -> dict[str, Postings]:
+    """A shard's blocks, checked against the directory; each carries its terms' maxima (from the
+    directory) and a stable ``key`` for the scorer's memos."""
+    start, end = directory.first[shard], directory.first[shard + 1]
+    decoded = decode_blocks(blob)
+    if tuple(decoded) != directory.blocks:
+        raise PackageFormatError(f"shard {shard} of {key} has other blocks than its directory")
+    found: dict[str, Postings] = {}
+    for index, (name, postings) in enumerate(decoded.items()):
+        if postings.num_terms != end - start or postings.num_sections != directory.sections:
+            raise PackageFormatError(f"shard {shard} of {key} does not match its directory")
+        base = index * directory.terms
+        maxima = directory.maxima[base + start : base + end]
+        found[name] = replace(postings, maxima=maxima, key=f"{key}:{shard}:{name}")
+    return found
