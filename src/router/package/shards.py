@@ -15,7 +15,7 @@ and its largest impact per block — all a query needs to plan its reads and bou
         first    uint32[C + 1]                first term of each shard; first[C] = T
         hashes   C × 16 ASCII hex digits      shard c is the file ``<key>.s-<hash>.bin``
         df       uint32[T]                    sections holding the term (largest over blocks)
-        maxima   float32[B × T]               largest impact of each term, block by block
+        maxima   float32[B × T]               largest quantized impact of each term, per block
     <key>.s-<hash>.bin  (a shard)
         a ``postings`` blocks file (router.package.postings) over the shard's terms only:
         term t of the partition is local term t − first[c]
@@ -32,7 +32,14 @@ from itertools import pairwise
 
 from router.errors import PackageFormatError
 from router.package.arrays import little_endian_bytes, little_endian_view
-from router.package.postings import Postings, decode_blocks, encode_blocks, encode_postings
+from router.package.postings import (
+    Postings,
+    decode_blocks,
+    encode_blocks,
+    encode_postings,
+    quantization_scale,
+    quantize,
+)
 
 __all__ = [
     "SHARD_POSTINGS",
@@ -112,15 +119,16 @@ def encode_shards(
             count = 0
         count += size
     first.append(num_terms)
+    scales = {b: quantization_scale(blocks[b][2]) for b in names}  # one per block: all shards
     files: dict[str, bytes] = {}
     hashes: list[str] = []
     for start, end in pairwise(first):
-        blob = encode_blocks({b: _slice(blocks[b], start, end, sections) for b in names})
+        blob = encode_blocks({b: _slice(blocks[b], start, end, sections, scales[b]) for b in names})
         digest = hashlib.sha256(blob).hexdigest()[:_HASH]
         hashes.append(digest)
         files[shard_name(digest)] = blob
-    maxima = [
-        max(blocks[b][2][blocks[b][0][t] : blocks[b][0][t + 1]], default=0.0)
+    maxima = [  # in quantized units, as the shards' impacts
+        max(quantize(blocks[b][2][blocks[b][0][t] : blocks[b][0][t + 1]], scales[b]), default=0)
         for b in names
         for t in range(num_terms)
     ]
@@ -137,11 +145,11 @@ def encode_shards(
     return directory, files
 
 
-def _slice(block: CscBlock, start: int, end: int, sections: int) -> bytes:
+def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -> bytes:
     indptr, ids, impacts = block
     low, high = indptr[start], indptr[end]
     local = [p - low for p in indptr[start : end + 1]]
-    return encode_postings(local, ids[low:high], impacts[low:high], sections)
+    return encode_postings(local, ids[low:high], impacts[low:high], sections, scale)
 
 
 def decode_directory(blob: bytes) -> ShardDirectory:

@@ -43,7 +43,8 @@ _SCORE = itemgetter(1)
 
 QueryList = tuple[Postings, int, float]
 """One posting list a query reads: (block, term id in it, weight). The weight is what each
-stored impact is multiplied by: the query's count of the term × the field weight × the IDF."""
+stored (quantized) impact is multiplied by: the query's count of the term × the field weight ×
+the IDF × the block's quantization step."""
 
 
 def idf(method: str, sections: int, df: int) -> float:
@@ -82,7 +83,7 @@ def query_lists(
                 continue
             df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
             w = count * weight * idf(method, sections, df)
-            lists.extend((postings, term_id, w) for postings, term_id in found)
+            lists.extend((postings, term_id, w * postings.scale) for postings, term_id in found)
     return lists
 
 
@@ -93,7 +94,7 @@ def block_lists(
     own tests and benchmarks drive it this way."""
     counts = Counter(ids)
     return [
-        (blocks[name], term, count * weight)
+        (blocks[name], term, count * weight * blocks[name].scale)
         for name, weight in weights.items()
         for term, count in counts.items()
     ]
