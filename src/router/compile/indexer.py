@@ -24,6 +24,7 @@ from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fie
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
+from router.package.exact_keys import encode_exact
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
@@ -249,6 +250,7 @@ def _compile_partition(
         "terms.json": dumps_json(terms),
         "lexicon.json": dumps_json(lexicon),
         "postings.bin": directory,
+        "exact.bin": encode_exact(documents),
         **shards,
         "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
         **encode_texts(bodies),

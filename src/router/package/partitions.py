@@ -39,6 +39,7 @@ PARTITION_FILES: tuple[str, ...] = (
     "postings.bin",
     "surface.json",
     "texts.bin",
+    "exact.bin",
 )
 """The files every partition has (``vectors.bin`` too when the package is embedded; the text
 chunks are listed in the manifest and read lazily)."""

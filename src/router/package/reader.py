@@ -16,6 +16,7 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Link, Section
+from router.package.exact_keys import ExactKeys, decode_exact
 from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.partitions import (
     SHARED_PARTITION,
@@ -49,6 +50,7 @@ class Partition:
     sections: list[Section]
     term_ids: dict[str, int]
     postings: PartitionShards  # the resident directory; shards read per query
+    exact: ExactKeys  # compiled exact keys (ids, titles, aliases, facts, section ids)
     lexicon: dict[str, str]
     surface_words: list[tuple[str, str]]  # (word, term), typo repair
     texts: SectionTexts
@@ -191,6 +193,7 @@ def _decode_partition(
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
     directory = decode_directory(blob("postings.bin"))
+    exact = decode_exact(blob("exact.bin"))
     documents, sections, section_doc = _decode_catalog(catalog)
     if (
         len(sections) != entry.sections
@@ -230,6 +233,7 @@ def _decode_partition(
         sections=sections,
         term_ids={term: index for index, term in enumerate(terms)},
         postings=PartitionShards(entry.key, directory, read_chunk, shard_cache),
+        exact=exact,
         lexicon=lexicon,
         surface_words=surface,
         texts=SectionTexts(text_index, read_own_chunk, text_cache_bytes),

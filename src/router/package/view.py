@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
-from router.analysis.text import fold
 from router.knowledge.model import Document, Section
 from router.package.joined import Joined, Offset
 from router.package.manifest import Manifest
@@ -27,7 +26,7 @@ from router.package.text_store import TextReads, loop_running
 if TYPE_CHECKING:
     from router.package.reader import Partition
 
-__all__ = ["ExactTarget", "PackageView", "ViewPart", "ViewTexts", "compose_view", "exact_keys"]
+__all__ = ["ExactTarget", "PackageView", "ViewPart", "ViewTexts", "compose_view"]
 
 T = TypeVar("T")
 
@@ -157,8 +156,10 @@ class PackageView:
     def exact_targets(self, key: str) -> list[ExactTarget]:
         """What a folded exact key names in view (shared targets first)."""
         found: list[ExactTarget] = []
-        for keys in self.layers("exact", exact_keys):
-            found += keys.get(key, ())
+        for part in self.parts:
+            for kind, doc, section, fact in part.partition.exact.lookup(key):
+                where = None if section is None else part.first_section + section
+                found.append(ExactTarget(kind, part.first_doc + doc, where, fact))
         return found
 
     def target_section(self, target: str) -> int | None:
@@ -285,30 +286,6 @@ def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
         if section >= parts[index].partition.first_section:
             return index
     raise IndexError(f"section {section} is not in this view")
-
-
-def exact_keys(view: PackageView, part: ViewPart) -> dict[str, list[ExactTarget]]:
-    """Folded id / section id / alias / title / fact address → targets (case-insensitive), for
-    the documents and sections of one partition (view numbering)."""
-    keys: dict[str, list[ExactTarget]] = {}
-
-    def add(key: str, target: ExactTarget) -> None:
-        keys.setdefault(fold(key).strip(), []).append(target)
-
-    for doc_index in part.doc_indices():
-        doc = view.documents[doc_index]
-        add(doc.semantic_id, ExactTarget("document", doc_index))
-        add(doc.title, ExactTarget("title", doc_index))
-        for alias in doc.aliases:
-            add(alias, ExactTarget("alias", doc_index))
-        for name in doc.facts:
-            add(f"{doc.semantic_id}.{name}", ExactTarget("fact", doc_index, fact=name))
-    for section_index in part.section_indices():
-        add(
-            view.sections[section_index].section_id,
-            ExactTarget("section", view.section_doc[section_index], section_index),
-        )
-    return keys
 
 
 def _ids(view: PackageView, part: ViewPart) -> tuple[dict[str, int], dict[str, int]]:
