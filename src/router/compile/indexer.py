@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
 from router.package.exact_keys import encode_exact
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
+from router.package.keywords import encode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
 from router.package.shards import encode_shards
@@ -153,6 +154,7 @@ def compile_documents(
     artifacts: dict[str, bytes] = {}
     entries: list[PartitionEntry] = []
     shared_lexicon: dict[str, str] = {}
+    shared_targets: Targets = ({}, {})
     shared_sections = 0
     blocks: list[str] = []
     totals = Counter[str]()
@@ -164,12 +166,14 @@ def compile_documents(
             config,
             build_stem,
             shared_lexicon,
+            shared_targets,
             first_section,
             synonyms if not entries else (),
             _partition_vectors(members, rows, embeddings),
         )
         if not entries:
             shared_lexicon, shared_sections = compiled.lexicon, compiled.sections
+            shared_targets = _link_targets(members, 0)
         artifacts.update({partition_file(key, name): blob for name, blob in compiled.files.items()})
         entries.append(PartitionEntry(key, tenant, len(members), compiled.sections, first_section))
         blocks = compiled.blocks
@@ -221,6 +225,7 @@ def _compile_partition(
     config: BuildConfig,
     build_stem: Any,
     shared_lexicon: Mapping[str, str],
+    shared_targets: Targets,
     first_section: int,
     synonyms: Sequence[Sequence[str]],
     vectors: bytes | None,
@@ -251,6 +256,13 @@ def _compile_partition(
         "lexicon.json": dumps_json(lexicon),
         "postings.bin": directory,
         "exact.bin": encode_exact(documents),
+        "keywords.bin": encode_keywords(
+            documents,
+            analyzer.terms,
+            vocabulary,
+            first_section,
+            _resolver(shared_targets, _link_targets(documents, first_section)),
+        ),
         **shards,
         "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
         **encode_texts(bodies),
@@ -263,6 +275,38 @@ def _compile_partition(
         "postings": sum(len(block[1]) for block in blocks.values()),
     }
     return _Partition(files, lexicon, len(texts), list(blocks), counts)
+
+
+Targets = tuple[dict[str, int], dict[str, int]]
+"""(section id → view section, semantic id → its first view section) of one partition."""
+
+
+def _link_targets(documents: Sequence[Document], first_section: int) -> Targets:
+    sections: dict[str, int] = {}
+    docs: dict[str, int] = {}
+    number = first_section
+    for doc in documents:
+        docs.setdefault(doc.semantic_id, number)
+        for section in doc.sections:
+            sections.setdefault(section.section_id, number)
+            number += 1
+    return sections, docs
+
+
+def _resolver(shared: Targets, own: Targets) -> Callable[[str], int | None]:
+    """The view section a wikilink target names: a section id (shared first), else a document's
+    first section (shared first) — what a query's view resolves too."""
+
+    def resolve(target: str) -> int | None:
+        for sections, _ in (shared, own):
+            if target in sections:
+                return sections[target]
+        for _, docs in (shared, own):
+            if target in docs:
+                return docs[target]
+        return None
+
+    return resolve
 
 
 def _embedding_rows(

@@ -40,6 +40,7 @@ PARTITION_FILES: tuple[str, ...] = (
     "surface.json",
     "texts.bin",
     "exact.bin",
+    "keywords.bin",
 )
 """The files every partition has (``vectors.bin`` too when the package is embedded; the text
 chunks are listed in the manifest and read lazily)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
-from router.stages.keyword import KeywordIndex, keyword_matches
+from router.stages.keyword import keyword_matches
 from router.trace import TRACE_TOP_N
 
 if TYPE_CHECKING:
@@ -38,8 +38,7 @@ async def lexical_search(state: QueryState, terms: list[str], stage_suffix: str 
     shards of ``terms`` are fetched first (the trace's ``bm25`` counts them)."""
     package, config, allowed = state.package, state.config, state.allowed
     reads = await package.load_postings(terms)
-    keyword_layers: list[KeywordIndex] = package.layers("keyword", KeywordIndex)
-    keyword = keyword_matches(keyword_layers, terms, allowed)[: config.bm25_candidates]
+    keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
         matches=[[package.sections[s].section_id, round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
