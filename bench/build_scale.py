@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from router.adapters.local.state import LocalState
-from router.ops.activation import activate
-
 ROOT = Path(__file__).resolve().parents[1]
-GENERATOR = ROOT / "bench" / "synthetic_corpus.py"
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from router.adapters.local.state import LocalState  # noqa: E402
+from router.ops.activation import activate  # noqa: E402
+from scale import ensure_corpus  # noqa: E402  (one corpus cache for both benchmarks)
+
 SAMPLE = ROOT / "knowledge"
 QUERY_DAY = "2026-06-15"  # bench/synthetic_corpus.py's QUERY_DAY
 # One strong query (a signature word) and one weak one that runs the corrective expansion.
@@ -68,21 +70,6 @@ def label(sections: int) -> str:
     if sections % 1_000_000 == 0:
         return f"{sections // 1_000_000}m"
     return f"{sections // 1000}k" if sections % 1000 == 0 else str(sections)
-
-
-def ensure_corpus(folder: Path, sections: int, seed: int, tenants: int) -> dict[str, Any]:
-    summary_file = folder / "_corpus.json"
-    if summary_file.is_file():
-        summary = json.loads(summary_file.read_text())
-        if (summary["sections"], summary["seed"], summary["tenants"]) == (sections, seed, tenants):
-            return dict(summary, generate_s=None, generate_rss_mib=None)
-    command = [sys.executable, str(GENERATOR), "--sections", str(sections), "--out", str(folder)]
-    command += ["--seed", str(seed), "--tenants", str(tenants), "--force", "--quiet"]
-    result = run(command)
-    if result.status != 0:
-        raise SystemExit(f"generator failed for {sections} sections")
-    summary = json.loads(result.stdout)
-    return dict(summary, generate_s=result.wall_s, generate_rss_mib=result.max_rss_mib)
 
 
 def build(corpus: Path, work: Path) -> tuple[Run, Path, str]:

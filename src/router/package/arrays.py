@@ -10,9 +10,12 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
+from struct import Struct
 from typing import Any
 
-__all__ = ["little_endian_bytes", "little_endian_view"]
+from router.errors import PackageFormatError
+
+__all__ = ["header_fields", "little_endian_bytes", "little_endian_view"]
 
 
 def little_endian_bytes(typecode: str, values: Iterable[Any]) -> bytes:
@@ -31,3 +34,13 @@ def little_endian_view(view: memoryview, typecode: str) -> Sequence[Any]:
     swapped = array(typecode, view.tobytes())
     swapped.byteswap()
     return swapped
+
+
+def header_fields(blob: bytes, header: Struct, magic: bytes, what: str) -> tuple[Any, ...]:
+    """The numbers after a binary artifact's magic; a short blob or another magic refuses it."""
+    if len(blob) < header.size:
+        raise PackageFormatError(f"{what} is truncated")
+    found, *fields = header.unpack_from(blob)
+    if found != magic:
+        raise PackageFormatError(f"{what} has magic {found!r}, expected {magic!r}")
+    return tuple(fields)

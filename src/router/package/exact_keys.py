@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from router.analysis.text import fold
 from router.errors import PackageFormatError
 from router.knowledge.model import Document
-from router.package.arrays import little_endian_bytes, little_endian_view
+from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 
 __all__ = ["EXACT_KINDS", "ExactKeys", "LocalTarget", "decode_exact", "encode_exact"]
 
@@ -148,11 +148,7 @@ class ExactKeys:
 
 def decode_exact(blob: bytes) -> ExactKeys:
     """The table of ``exact.bin``; a wrong magic or length refuses the package."""
-    if len(blob) < _HEADER.size:
-        raise PackageFormatError("exact.bin is truncated")
-    magic, keys, targets, names = _HEADER.unpack_from(blob)
-    if magic != _MAGIC:
-        raise PackageFormatError(f"exact.bin has magic {magic!r}, expected {_MAGIC!r}")
+    keys, targets, names = header_fields(blob, _HEADER, _MAGIC, "exact.bin")
     view = memoryview(blob)
     offset = _HEADER.size
 

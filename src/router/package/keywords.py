@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from router.errors import PackageFormatError
 from router.knowledge.model import Document
-from router.package.arrays import little_endian_bytes, little_endian_view
+from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 
 __all__ = ["KEYWORD_KINDS", "KeywordTable", "decode_keywords", "encode_keywords"]
 
@@ -119,11 +119,7 @@ class KeywordTable:
 
 def decode_keywords(blob: bytes) -> KeywordTable:
     """The table of ``keywords.bin``; a wrong magic or length refuses the package."""
-    if len(blob) < _HEADER.size:
-        raise PackageFormatError("keywords.bin is truncated")
-    magic, count, terms, members, postings = _HEADER.unpack_from(blob)
-    if magic != _MAGIC:
-        raise PackageFormatError(f"keywords.bin has magic {magic!r}, expected {_MAGIC!r}")
+    count, terms, members, postings = header_fields(blob, _HEADER, _MAGIC, "keywords.bin")
     padded = count + (-count % 4)
     expected = _HEADER.size + 4 * count + padded + 4 * (count + 1) + 4 * members
     expected += 4 * (terms + 1) + 4 * postings

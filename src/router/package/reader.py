@@ -30,7 +30,7 @@ from router.package.shards import decode_directory
 from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, SectionTexts
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
-from router.package.view import ExactTarget, PackageView, ViewPart, compose_view
+from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
 
 __all__ = ["ExactTarget", "KnowledgePackage", "Partition", "load_package"]
 
@@ -70,21 +70,13 @@ class Partition:
 
 
 @dataclass
-class KnowledgePackage:
+class KnowledgePackage(VersionFacts):
     """One loaded knowledge version: its partitions, and a view per tenant for queries."""
 
     manifest: Manifest
     partitions: list[Partition]  # shared first, then tenants by key
     byte_size: int = 0
     _views: OrderedDict[str | None, PackageView] = field(default_factory=OrderedDict, repr=False)
-
-    @property
-    def version(self) -> str:
-        return self.manifest.knowledge_version
-
-    @property
-    def embedding_model(self) -> str | None:
-        return self.manifest.embedding.get("model") if self.manifest.embedding else None
 
     def view(self, tenant: str | None) -> PackageView:
         """What ``tenant`` sees: the shared partition and its own (only the shared one for an

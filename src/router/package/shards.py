@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from router.errors import PackageFormatError
-from router.package.arrays import little_endian_bytes, little_endian_view
+from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 from router.package.postings import (
     Postings,
     decode_blocks,
@@ -154,11 +154,7 @@ def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -
 
 def decode_directory(blob: bytes) -> ShardDirectory:
     """The directory's arrays (zero-copy views); a wrong magic or length refuses the package."""
-    if len(blob) < _HEADER.size:
-        raise PackageFormatError("postings directory is truncated")
-    magic, terms, shards, blocks, sections = _HEADER.unpack_from(blob)
-    if magic != _MAGIC:
-        raise PackageFormatError(f"postings directory has magic {magic!r}, expected {_MAGIC!r}")
+    terms, shards, blocks, sections = header_fields(blob, _HEADER, _MAGIC, "postings directory")
     expected = (
         _HEADER.size + blocks * _NAME + 4 * (shards + 1) + shards * _HASH + 4 * terms
         + 4 * blocks * terms

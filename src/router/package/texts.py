@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from router.errors import PackageFormatError
-from router.package.arrays import little_endian_bytes, little_endian_view
+from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 
 __all__ = [
     "TEXTS_INDEX_NAME",
@@ -122,11 +122,7 @@ def encode_texts(texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES) -> d
 
 def decode_text_index(blob: bytes) -> TextIndex:
     """The index of ``texts.bin``; a wrong magic or length refuses the package."""
-    if len(blob) < _HEADER.size:
-        raise PackageFormatError("texts.bin is truncated")
-    magic, sections, chunks = _HEADER.unpack_from(blob)
-    if magic != _MAGIC:
-        raise PackageFormatError(f"texts.bin has magic {magic!r}, expected {_MAGIC!r}")
+    sections, chunks = header_fields(blob, _HEADER, _MAGIC, "texts.bin")
     expected = _HEADER.size + 4 * (chunks + 1) + 4 * sections
     if len(blob) != expected:
         raise PackageFormatError(f"texts.bin is {len(blob)} bytes, expected {expected}")

@@ -26,7 +26,14 @@ from router.package.text_store import TextReads, loop_running
 if TYPE_CHECKING:
     from router.package.reader import Partition
 
-__all__ = ["ExactTarget", "PackageView", "ViewPart", "ViewTexts", "compose_view"]
+__all__ = [
+    "ExactTarget",
+    "PackageView",
+    "VersionFacts",
+    "ViewPart",
+    "ViewTexts",
+    "compose_view",
+]
 
 T = TypeVar("T")
 
@@ -99,8 +106,22 @@ class ViewTexts:
         return sum(part.partition.texts.cached_bytes for part in self.parts)
 
 
+class VersionFacts:
+    """What a loaded version's manifest says of it (the package and each of its views)."""
+
+    manifest: Manifest
+
+    @property
+    def version(self) -> str:
+        return self.manifest.knowledge_version
+
+    @property
+    def embedding_model(self) -> str | None:
+        return self.manifest.embedding.get("model") if self.manifest.embedding else None
+
+
 @dataclass
-class PackageView:
+class PackageView(VersionFacts):
     """One tenant's (or an anonymous caller's) view: documents, sections, terms and postings of
     the shared partition and at most one tenant partition, plus the indexes derived from them."""
 
@@ -178,14 +199,6 @@ class PackageView:
             if semantic_id in docs:
                 return docs[semantic_id]
         return None
-
-    @property
-    def version(self) -> str:
-        return self.manifest.knowledge_version
-
-    @property
-    def embedding_model(self) -> str | None:
-        return self.manifest.embedding.get("model") if self.manifest.embedding else None
 
     @property
     def block_names(self) -> list[str]:
