@@ -30,6 +30,7 @@ from router.package.keywords import encode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
 from router.package.shards import encode_shards
+from router.package.term_index import encode_terms
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
@@ -252,7 +253,7 @@ def _compile_partition(
     directory, shards = encode_shards(blocks, len(terms), first_section + len(texts))
     files = {
         "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
-        "terms.json": dumps_json(terms),
+        "terms.bin": encode_terms(terms),
         "lexicon.json": dumps_json(lexicon),
         "postings.bin": directory,
         "exact.bin": encode_exact(documents),

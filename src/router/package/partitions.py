@@ -34,7 +34,7 @@ __all__ = [
 SHARED_PARTITION = "shared"
 PARTITION_FILES: tuple[str, ...] = (
     "catalog.json",
-    "terms.json",
+    "terms.bin",
     "lexicon.json",
     "postings.bin",
     "surface.json",

@@ -27,6 +27,7 @@ from router.package.partitions import (
 )
 from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
 from router.package.shards import decode_directory
+from router.package.term_index import TermIndex, decode_terms
 from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, SectionTexts
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
@@ -49,7 +50,7 @@ class Partition:
     section_doc: list[int]  # partition-local document index of each section
     doc_first_section: list[int]  # partition-local first section of each document
     sections: list[Section]
-    term_ids: dict[str, int]
+    term_ids: TermIndex  # term → id in this partition (sorted vocabulary, searched in place)
     postings: PartitionShards  # the resident directory; shards read per query
     exact: ExactKeys  # compiled exact keys (ids, titles, aliases, facts, section ids)
     keywords: KeywordTable  # compiled keyword phrases
@@ -181,11 +182,11 @@ def _decode_partition(
 
     try:
         catalog = json.loads(blob("catalog.json"))
-        terms = json.loads(blob("terms.json"))
         lexicon = {str(k): str(v) for k, v in json.loads(blob("lexicon.json")).items()}
         surface = [(str(word), str(stem)) for word, stem in json.loads(blob("surface.json"))]
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
+    terms = decode_terms(blob("terms.bin"))
     directory = decode_directory(blob("postings.bin"))
     exact = decode_exact(blob("exact.bin"))
     documents, sections, section_doc = _decode_catalog(catalog)
@@ -225,7 +226,7 @@ def _decode_partition(
         section_doc=section_doc,
         doc_first_section=_first_sections(documents),
         sections=sections,
-        term_ids={term: index for index, term in enumerate(terms)},
+        term_ids=terms,
         postings=PartitionShards(entry.key, directory, read_chunk, shard_cache),
         exact=exact,
         keywords=decode_keywords(blob("keywords.bin")),

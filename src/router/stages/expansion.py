@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from router.analysis.sound import portuguese_sound_key
 from router.analysis.surface import MIN_FUZZY_LENGTH
 from router.analysis.text import fold
+from router.package.term_index import TermIndex
 from router.package.view import PackageView, ViewPart
 
 __all__ = [
@@ -35,16 +36,20 @@ __all__ = [
 class TermLayer:
     """One partition's terms with their document frequency, and the letters they use."""
 
-    frequency: dict[str, int]
+    terms: TermIndex
+    df: Sequence[int]  # the directory's: no shard is read for typo repair
     alphabet: str
+
+    def frequency(self, term: str) -> int:
+        found = self.terms.get(term)
+        return 0 if found is None else self.df[found]
 
 
 def term_layer(package: PackageView, part: ViewPart) -> TermLayer:
     """A partition's terms and document frequencies (the largest over its posting blocks)."""
     partition = part.partition
-    df = partition.postings.directory.df  # resident: no shard is read for typo repair
-    frequency = {term: df[i] for term, i in partition.term_ids.items()}
-    return TermLayer(frequency, _alphabet(frequency))
+    terms = partition.term_ids
+    return TermLayer(terms, partition.postings.directory.df, _alphabet(terms))
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,10 @@ class FuzzyVocabulary:
         self.alphabet = "".join(sorted({ch for layer in layers for ch in layer.alphabet}))
 
     def document_frequency(self, term: str) -> int:
-        return sum(layer.frequency.get(term, 0) for layer in self.layers)
+        return sum(layer.frequency(term) for layer in self.layers)
 
     def known(self, term: str) -> bool:
-        return any(term in layer.frequency for layer in self.layers)
+        return any(term in layer.terms for layer in self.layers)
 
     def correct(self, term: str) -> str | None:
         """The most frequent indexed term one edit away (insert, delete, substitute, swap)."""
