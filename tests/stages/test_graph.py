@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from router.package.graph_table import RELATIONS, GraphTable
 from router.package.reader import KnowledgePackage
-from router.stages.graph import RELATION_WEIGHTS, GraphIndex, LayeredGraph, expand
+from router.stages.graph import RELATION_WEIGHTS, LayeredGraph, expand
 
 
-def synthetic_graph(edges: dict[int, dict[int, str]]) -> GraphIndex:
-    graph = GraphIndex.__new__(GraphIndex)
-    graph.edges = edges
-    return graph
+def synthetic_graph(edges: dict[int, dict[int, str]]) -> GraphTable:
+    """A compiled graph table holding exactly ``edges``."""
+    ordered = sorted((s, t, r) for s, targets in edges.items() for t, r in targets.items())
+    return GraphTable(
+        [s for s, _, _ in ordered],
+        [t for _, t, _ in ordered],
+        bytes(RELATIONS.index(r) for _, _, r in ordered),
+    )
 
 
 # 0 → 1 (link), 0 → 2 (backlink); 1 → 0 (backlink), 1 → 3 (link); 2 → 4 (child); 3 → 5 (link)
@@ -50,10 +55,11 @@ def test_expand_stays_inside_the_allowed_sections() -> None:
 
 
 def test_expand_on_the_knowledge_graph_respects_the_bounds(package: KnowledgePackage) -> None:
-    [layer] = package.view(None).layers("graph", GraphIndex)
+    view = package.view(None)
+    [layer] = [part.partition.graph for part in view.parts]
     graph = LayeredGraph([layer])
-    seed = max(layer.edges, key=lambda s: len(layer.edges[s]))
-    assert len(layer.edges[seed]) > 3
+    seed = max(range(len(view.sections)), key=lambda s: len(layer.neighbours(s)))
+    assert len(layer.neighbours(seed)) > 3
     found = expand(graph, [(seed, 2.0)], None, depth=2, max_nodes=3)
     assert len(found) == 3 and seed not in [s for s, _, _ in found]
     assert [s for s, _, _ in found] == [s for s, _, _ in sorted(found, key=lambda f: -f[1])]

@@ -26,6 +26,7 @@ from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
 from router.package.exact_keys import encode_exact
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
+from router.package.graph_table import encode_graph
 from router.package.keywords import encode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
@@ -34,6 +35,7 @@ from router.package.term_index import encode_terms
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
+from router.stages.graph import RELATION_WEIGHTS
 
 __all__ = [
     "BM25Params",
@@ -251,6 +253,8 @@ def _compile_partition(
     blocks = _posting_blocks(field_tokens, vocabulary, config, first_section)
     bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
     directory, shards = encode_shards(blocks, len(terms), first_section + len(texts))
+    own_targets = _link_targets(documents, first_section)
+    resolve = _resolver(shared_targets, own_targets)
     files = {
         "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
         "terms.bin": encode_terms(terms),
@@ -258,11 +262,14 @@ def _compile_partition(
         "postings.bin": directory,
         "exact.bin": encode_exact(documents),
         "keywords.bin": encode_keywords(
+            documents, analyzer.terms, vocabulary, first_section, resolve
+        ),
+        "graph.bin": encode_graph(
             documents,
-            analyzer.terms,
-            vocabulary,
             first_section,
-            _resolver(shared_targets, _link_targets(documents, first_section)),
+            resolve,
+            _doc_resolver(shared_targets, own_targets),
+            RELATION_WEIGHTS,
         ),
         **shards,
         "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
@@ -286,10 +293,10 @@ def _link_targets(documents: Sequence[Document], first_section: int) -> Targets:
     sections: dict[str, int] = {}
     docs: dict[str, int] = {}
     number = first_section
-    for doc in documents:
-        docs.setdefault(doc.semantic_id, number)
+    for doc in documents:  # an id used twice (two versions of a rule) names the later one
+        docs[doc.semantic_id] = number
         for section in doc.sections:
-            sections.setdefault(section.section_id, number)
+            sections[section.section_id] = number
             number += 1
     return sections, docs
 
@@ -305,6 +312,18 @@ def _resolver(shared: Targets, own: Targets) -> Callable[[str], int | None]:
         for _, docs in (shared, own):
             if target in docs:
                 return docs[target]
+        return None
+
+    return resolve
+
+
+def _doc_resolver(shared: Targets, own: Targets) -> Callable[[str], int | None]:
+    """The first view section of a document named by its semantic id (shared first)."""
+
+    def resolve(semantic_id: str) -> int | None:
+        for _, docs in (shared, own):
+            if semantic_id in docs:
+                return docs[semantic_id]
         return None
 
     return resolve

@@ -41,6 +41,7 @@ PARTITION_FILES: tuple[str, ...] = (
     "texts.bin",
     "exact.bin",
     "keywords.bin",
+    "graph.bin",
 )
 """The files every partition has (``vectors.bin`` too when the package is embedded; the text
 chunks are listed in the manifest and read lazily)."""

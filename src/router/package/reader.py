@@ -17,6 +17,7 @@ from typing import Any
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Link, Section
 from router.package.exact_keys import ExactKeys, decode_exact
+from router.package.graph_table import GraphTable, decode_graph
 from router.package.keywords import KeywordTable, decode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.partitions import (
@@ -54,6 +55,7 @@ class Partition:
     postings: PartitionShards  # the resident directory; shards read per query
     exact: ExactKeys  # compiled exact keys (ids, titles, aliases, facts, section ids)
     keywords: KeywordTable  # compiled keyword phrases
+    graph: GraphTable  # compiled edges that start or end in this partition
     lexicon: dict[str, str]
     surface_words: list[tuple[str, str]]  # (word, term), typo repair
     texts: SectionTexts
@@ -230,6 +232,7 @@ def _decode_partition(
         postings=PartitionShards(entry.key, directory, read_chunk, shard_cache),
         exact=exact,
         keywords=decode_keywords(blob("keywords.bin")),
+        graph=decode_graph(blob("graph.bin")),
         lexicon=lexicon,
         surface_words=surface,
         texts=SectionTexts(text_index, read_own_chunk, text_cache_bytes),

@@ -183,23 +183,6 @@ class PackageView(VersionFacts):
                 found.append(ExactTarget(kind, part.first_doc + doc, where, fact))
         return found
 
-    def target_section(self, target: str) -> int | None:
-        """The section a wikilink target names in view: a section id, else a document's first
-        section (shared partition first)."""
-        layers = self.layers("ids", _ids)
-        for sections, _ in layers:
-            if target in sections:
-                return sections[target]
-        doc = self.doc_index(target)
-        return None if doc is None else self.first_section(doc)
-
-    def doc_index(self, semantic_id: str) -> int | None:
-        """The view index of a document by its semantic id (shared partition first)."""
-        for _, docs in self.layers("ids", _ids):
-            if semantic_id in docs:
-                return docs[semantic_id]
-        return None
-
     @property
     def block_names(self) -> list[str]:
         """The posting blocks of this view (the same in every partition of a package)."""
@@ -299,10 +282,3 @@ def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
         if section >= parts[index].partition.first_section:
             return index
     raise IndexError(f"section {section} is not in this view")
-
-
-def _ids(view: PackageView, part: ViewPart) -> tuple[dict[str, int], dict[str, int]]:
-    """(section id → view section, semantic id → view document) of one partition."""
-    sections = {view.sections[i].section_id: i for i in part.section_indices()}
-    docs = {view.documents[i].semantic_id: i for i in part.doc_indices()}
-    return sections, docs

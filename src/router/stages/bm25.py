@@ -34,7 +34,6 @@ __all__ = [
     "idf",
     "max_impact",
     "query_lists",
-    "term_ids",
     "top_k",
     "weighted_scores",
 ]
@@ -98,11 +97,6 @@ def block_lists(
         for name, weight in weights.items()
         for term, count in counts.items()
     ]
-
-
-def term_ids(terms: Sequence[str], vocabulary: dict[str, int]) -> list[int]:
-    """Ids of the query terms known to the index, duplicates kept (bm25s semantics)."""
-    return [vocabulary[t] for t in terms if t in vocabulary]
 
 
 def max_impact(postings: Postings, term: int, cache: dict[tuple[int, int], float]) -> float:

@@ -8,9 +8,8 @@ ranked by seed score × relation weight, and at most ``max_nodes`` are kept.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from router.package.view import PackageView, ViewPart
 from router.stages.exact import hit_section
 
 if TYPE_CHECKING:
@@ -18,8 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RELATION_WEIGHTS",
-    "GraphIndex",
     "LayeredGraph",
+    "Neighbours",
     "expand",
     "graph_neighbours",
     "graph_seeds",
@@ -29,40 +28,15 @@ __all__ = [
 RELATION_WEIGHTS = {"link": 1.0, "backlink": 0.7, "parent": 0.6, "child": 0.6}
 
 
-class GraphIndex:
-    """Adjacency of sections: outgoing links, backlinks, parent and child documents — the
-    edges that start or end in one partition's sections (a layer of ``PackageView.layers``)."""
-
-    def __init__(self, package: PackageView, part: ViewPart) -> None:
-        self.edges: dict[int, dict[int, str]] = {}
-        for index in part.section_indices():
-            for link in package.sections[index].links:
-                target = package.target_section(link.target)
-                if target is not None and target != index:
-                    self._edge(index, target, "link")
-                    self._edge(target, index, "backlink")
-        for doc_index in part.doc_indices():
-            doc_id = package.documents[doc_index].semantic_id
-            parent = package.doc_index(doc_id.rsplit(".", 1)[0]) if "." in doc_id else None
-            if parent is not None:
-                child_first = package.first_section(doc_index)
-                parent_first = package.first_section(parent)
-                self._edge(child_first, parent_first, "parent")
-                self._edge(parent_first, child_first, "child")
-
-    def _edge(self, source: int, target: int, relation: str) -> None:
-        current = self.edges.setdefault(source, {}).get(target)
-        if current is None or RELATION_WEIGHTS[relation] > RELATION_WEIGHTS[current]:
-            self.edges[source][target] = relation
-
-    def neighbours(self, section: int) -> dict[int, str]:
-        return self.edges.get(section, {})
+class Neighbours(Protocol):
+    def neighbours(self, section: int) -> dict[int, str]: ...
 
 
 class LayeredGraph:
-    """The graph of a view: its partitions' layers, an edge kept with its strongest relation."""
+    """The graph of a view: its partitions' compiled edges (``graph.bin``), an edge kept with its
+    strongest relation."""
 
-    def __init__(self, layers: Sequence[GraphIndex]) -> None:
+    def __init__(self, layers: Sequence[Neighbours]) -> None:
         self.layers = layers
 
     def neighbours(self, section: int) -> dict[int, str]:
@@ -78,7 +52,7 @@ class LayeredGraph:
 
 
 def expand(
-    graph: GraphIndex | LayeredGraph,
+    graph: Neighbours,
     seeds: Sequence[tuple[int, float]],
     allowed: Collection[int] | None,
     depth: int,
@@ -127,7 +101,7 @@ def graph_neighbours(state: QueryState) -> list[GraphNode]:
     """Visible neighbours of the seeds, bounded by ``graph_depth`` and the node budget."""
     package, config = state.package, state.config
     seeds = graph_seeds(state)
-    graph = LayeredGraph(package.layers("graph", GraphIndex))
+    graph = LayeredGraph([part.partition.graph for part in package.parts])
     neighbours = expand(
         graph, seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
     )
