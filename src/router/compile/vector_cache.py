@@ -115,5 +115,7 @@ class VectorCache:
             if torn:  # a writer was killed mid-record: cut its partial tail first
                 handle.truncate(size - torn)
             handle.write(payload)
+            handle.flush()  # inside the lock: buffered bytes written after it looked torn to
+            # the other writer, which cut them (a record lost under load, seen in CI)
         for key, row in zip(keys, rows, strict=True):
             self._index[key] = row
