@@ -17,7 +17,6 @@ the repository.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import resource
@@ -32,9 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from router.adapters.local.state import LocalState  # noqa: E402
-from router.ops.activation import activate  # noqa: E402
-from scale import ensure_corpus  # noqa: E402  (one corpus cache for both benchmarks)
+from scale import build, ensure_corpus  # noqa: E402  (one corpus cache and build for both)
 
 SAMPLE = ROOT / "knowledge"
 QUERY_DAY = "2026-06-15"  # bench/synthetic_corpus.py's QUERY_DAY
@@ -70,20 +67,6 @@ def label(sections: int) -> str:
     if sections % 1_000_000 == 0:
         return f"{sections // 1_000_000}m"
     return f"{sections // 1000}k" if sections % 1000 == 0 else str(sections)
-
-
-def build(corpus: Path, work: Path) -> tuple[Run, Path, str]:
-    package_dir, state = work / "package", work / "state"
-    for path in (package_dir, state):
-        shutil.rmtree(path, ignore_errors=True)
-    command = [sys.executable, "-m", "kr.cli", "build", str(corpus), "--strict"]
-    command += ["--embedder", "none", "--out", str(package_dir), "--state", str(state)]
-    result = run([*command, "--no-activate"])
-    if result.status != 0:
-        raise SystemExit(f"kr build {corpus} failed with status {result.status}")
-    version = result.stdout.split("knowledge version ")[1].split()[0]
-    asyncio.run(activate(LocalState(state).kv, version))
-    return result, package_dir / version, version
 
 
 def query(state: Path, text: str) -> Run:
@@ -125,20 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     for sections in args.sections:
         name = label(sections)
         corpus = ensure_corpus(args.root / name, sections, args.seed, args.tenants)
-        built, package, version = build(args.root / name, args.root / f"bench-{name}")
+        built, package, _ = build(args.root / name, args.root / f"bench-{name}")
         manifest = json.loads((package / "manifest.json").read_text())
         row: dict[str, Any] = {
             "sections": sections,
             "files": corpus["documents"],
             "markdown_bytes": corpus["markdown_bytes"],
             "generate_s": corpus["generate_s"],
-            "build_wall_s": round(built.wall_s, 1),
-            "build_cpu_s": round(built.cpu_s, 1),
-            "build_rss_mib": round(built.max_rss_mib),
-            "package_bytes": sum(p.stat().st_size for p in package.iterdir()),
+            "build_wall_s": round(built["wall_s"], 1),
+            "build_cpu_s": round(built["cpu_s"], 1),
+            "build_rss_mib": round(built["max_rss_mib"]),
+            "package_bytes": built["package_bytes"],
             "terms": manifest["counts"]["terms"],
             "postings": manifest["counts"]["postings"],
-            "version": version,
+            "version": built["version"],
         }
         if baseline is not None:
             state = args.root / f"bench-{name}" / "state"
