@@ -18,49 +18,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
-import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from scale import build, ensure_corpus  # noqa: E402  (one corpus cache and build for both)
+from scale import Run, build, ensure_corpus  # noqa: E402  (one corpus cache and build for both)
+from scale import run_measured as run  # noqa: E402
 
 SAMPLE = ROOT / "knowledge"
 QUERY_DAY = "2026-06-15"  # bench/synthetic_corpus.py's QUERY_DAY
 # One strong query (a signature word) and one weak one that runs the corrective expansion.
 WEAK_QUERY = "o que é kwakyek de permisão?"
-
-
-@dataclass(frozen=True)
-class Run:
-    """One child process: its exit status, wall and CPU seconds, peak RSS and output."""
-
-    status: int
-    wall_s: float
-    cpu_s: float
-    max_rss_mib: float
-    stdout: str
-
-
-def run(command: list[str]) -> Run:
-    """Run ``command`` and measure it alone (``wait4`` reports this child's own rusage)."""
-    started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert child.stdout is not None
-    stdout = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - started
-    rss_mib = usage.ru_maxrss / 1024  # Linux: kilobytes
-    return Run(child.returncode, wall, usage.ru_utime + usage.ru_stime, rss_mib, stdout)
 
 
 def label(sections: int) -> str:
