@@ -101,10 +101,6 @@ class ViewTexts:
             )
         return texts, reads
 
-    @property
-    def cached_bytes(self) -> int:
-        return sum(part.partition.texts.cached_bytes for part in self.parts)
-
 
 class VersionFacts:
     """What a loaded version's manifest says of it (the package and each of its views)."""
