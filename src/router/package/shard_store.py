@@ -103,7 +103,7 @@ class PartitionShards:
         return shard, await self._fetch(self.file(shard))
 
     def remember(self, shard: int, blob: bytes, keep: Collection[str]) -> None:
-        decoded = decode_shard(blob, self.directory, shard, f"{self.key}.{shard}")
+        decoded = decode_shard(blob, self.directory, shard, self.key)
         self._cache.put(self.file(shard), decoded, len(blob), keep)
 
 
