@@ -38,7 +38,7 @@ async def run_variant(
     services = CascadeServices()
     if embedder is not None:
         index = LocalVectorIndex(embedder.dimensions)
-        await index.upsert(section_records(package))
+        await index.upsert(await section_records(package))
         services = CascadeServices(embedder=embedder, vector_index=index)
 
     async def answer(request):  # type: ignore[no-untyped-def]

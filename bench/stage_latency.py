@@ -24,6 +24,7 @@ from router.compile.build import build_knowledge
 from router.package.reader import load_package
 from router.pipeline import CascadeServices, run_cascade
 from router.stages.cache import QueryCache
+from router.sync import run_sync
 from router.vectors.records import section_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ async def measure(rounds: int, embedder_name: str) -> dict[str, list[float]]:
     files = build_knowledge(ROOT / "knowledge", encoder=inner).package.files()
     package = load_package(files["manifest.json"], files.__getitem__)
     index = LocalVectorIndex(inner.dimensions)
-    index.upsert_many(section_records(package))
+    index.upsert_many(run_sync(section_records(package)))
     embedder = TimedEmbedder(inner)
     requests = [
         q.request.model_copy(update={"top_k": None}) for q in load_golden(ROOT / DEFAULT_GOLDEN)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
+from router.package.reader import Catalog, KnowledgePackage
 from router.package.view import PackageView
 from router.sync import run_sync
 
@@ -24,7 +25,10 @@ __all__ = [
     "ROOT",
     "SHARED_DATA",
     "TODAY",
+    "catalog_of",
     "llm_context",
+    "load_all_postings",
+    "with_all_records",
     "write_doc",
 ]
 
@@ -93,3 +97,15 @@ def load_all_postings(view: PackageView) -> PackageView:
     terms = {t for part in view.parts for t in part.partition.term_ids}
     run_sync(view.load_postings(terms))
     return view
+
+
+def with_all_records(view: PackageView) -> PackageView:
+    """The view with every document record readable (for tests that inspect documents and
+    sections directly; the cascade reads only the records a response needs)."""
+    found, _ = run_sync(view.load_records(range(view.doc_count)))
+    return view.with_records(found)
+
+
+def catalog_of(package: KnowledgePackage) -> Catalog:
+    """Every document and section of a package, in package-wide numbering."""
+    return run_sync(package.read_catalog())

@@ -23,6 +23,7 @@ from router.ops.publish import publish_package
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
 from router.service import KnowledgeService
+from router.sync import run_sync
 from router.vectors.hash_embedder import HashEmbedder
 from router.vectors.records import section_records
 from tests.common import KNOWLEDGE, TODAY
@@ -81,5 +82,5 @@ def vpackage(compiled: CompiledPackage) -> KnowledgePackage:
 def vindex(vpackage: KnowledgePackage) -> LocalVectorIndex:
     """An in-process vector index holding ``vpackage``'s section vectors (read-only in tests)."""
     index = LocalVectorIndex(HashEmbedder.dimensions)
-    index.upsert_many(section_records(vpackage))
+    index.upsert_many(run_sync(section_records(vpackage)))
     return index

@@ -39,7 +39,7 @@ from router.stages.cache import CACHE_PREFIX, QueryCache
 from router.stages.context_builder import WITHHELD
 from router.stages.vector import vector_search
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
-from tests.common import ALFA, BETA, GOLDEN, TODAY
+from tests.common import ALFA, BETA, GOLDEN, TODAY, with_all_records
 
 # Queries whose behaviour through the lexical stages is known (measured on the sample knowledge).
 HIGH_LEXICAL = "inventário de riscos"  # HIGH without an exact hit
@@ -592,6 +592,7 @@ def test_vector_index_holds_the_deprecated_doc_yet_the_cascade_hides_it(
 ) -> None:
     view = vpackage.view(None)
     found = asyncio.run(vector_search(view, HashEmbedder(), vindex, DEPRECATED_QUERY, None, 50))
+    view = with_all_records(view)
     docs = {view.documents[view.section_doc[s]].semantic_id for s, _ in found}
     assert DEPRECATED_DOC in docs  # so the filter, not luck, keeps it out of the answer
 

@@ -128,7 +128,7 @@ def test_corrupt_new_version_is_refused_and_the_old_one_keeps_serving(
 
 def test_publishing_a_damaged_package_never_activates_it(state: LocalState, tmp_path: Path) -> None:
     files = dict(_second_package(tmp_path).package.files())
-    files["shared.catalog.json"] = files["shared.catalog.json"][:-10]
+    files["shared.docs.bin"] = files["shared.docs.bin"][:-10]
     before = asyncio.run(state.kv.get(ACTIVE_VERSION_KEY))
     with pytest.raises(IntegrityError):
         asyncio.run(publish_package(files, state.blobs, state.kv, state.relational))

@@ -14,7 +14,7 @@ from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
 from router.stages.cache import QueryCache
 from router.sync import run_sync
-from tests.common import ALFA, BETA, TODAY
+from tests.common import ALFA, BETA, TODAY, catalog_of, with_all_records
 
 
 def test_what_is_apr_answers_with_a_citation(ask) -> None:  # type: ignore[no-untyped-def]
@@ -38,7 +38,11 @@ def test_section_id_resolves_exactly(ask, query: str) -> None:  # type: ignore[n
 
 
 def test_alias_resolves_to_its_document(ask, package: KnowledgePackage) -> None:  # type: ignore[no-untyped-def]
-    doc = next(d for d in package.documents if d.aliases and d.tenant == "*" and not d.deprecated)
+    doc = next(
+        d
+        for d in catalog_of(package).documents
+        if d.aliases and d.tenant == "*" and not d.deprecated
+    )
     assert ask(doc.aliases[0]).results[0].doc_id == doc.semantic_id
 
 
@@ -70,9 +74,10 @@ def test_action_requests_are_flagged_agentic(ask) -> None:  # type: ignore[no-un
 
 
 def test_tenants_never_see_each_others_documents(package: KnowledgePackage) -> None:
-    owned = {d.semantic_id: d.tenant for d in package.documents if d.tenant != "*"}
+    documents = catalog_of(package).documents
+    owned = {d.semantic_id: d.tenant for d in documents if d.tenant != "*"}
     assert {ALFA, BETA} <= set(owned.values()) and len(owned) >= 8
-    for doc in package.documents:
+    for doc in documents:
         if doc.tenant == "*":
             continue
         for tenant in (ALFA, BETA, None):
@@ -168,7 +173,7 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
     ran = [name for name, stage in stages.items() if "skipped" not in stage]
     assert ran == [
         "normalize", "analyze", "exact", "keyword", "bm25", "graph", "confidence", "fusion",
-        "texts", "context", "answer",
+        "records", "texts", "context", "answer",
     ]  # fmt: skip
     assert stages["vector"]["skipped"] and stages["cache"]["skipped"]
     assert all(stage["ms"] >= 0 for stage in stages.values())
@@ -176,7 +181,7 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
 
 def test_fact_citation_points_at_the_section_that_states_it(ask, package: KnowledgePackage) -> None:  # type: ignore[no-untyped-def]
     citation = ask("apr.defaultValidityDays").citations[0]
-    view = package.view(None)  # what the anonymous caller above sees
+    view = with_all_records(package.view(None))  # what the anonymous caller above sees
     index = next(i for i, s in enumerate(view.sections) if s.section_id == citation.section_id)
     texts, _ = run_sync(view.texts.load([index]))
     assert citation.passage in texts[index] and "30" in citation.passage

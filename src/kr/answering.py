@@ -28,6 +28,7 @@ from router.contract import QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage
 from router.pipeline import CascadeServices, run_cascade
 from router.stages.cache import QueryCache
+from router.sync import run_sync
 from router.vectors.records import section_records
 
 __all__ = [
@@ -93,7 +94,7 @@ def package_answerer(
         if encoder is not None:
             embedder = CachedQueryEmbedder(encoder)
             index = LocalVectorIndex(package.vector_dimensions)
-            index.upsert_many(section_records(package))
+            index.upsert_many(run_sync(section_records(package)))
     services = CascadeServices(
         embedder=embedder,
         vector_index=index,

@@ -23,7 +23,7 @@ from router.ports import Embedder, Generator, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.stages.answer import choose_answer, pick_fact
 from router.stages.cache import QueryCache, look_up
-from router.stages.confidence import assess, with_vector_evidence
+from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
 from router.stages.exact import exact_hits
@@ -32,6 +32,7 @@ from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
+from router.stages.records import load_records, needed_documents
 from router.stages.texts import load_texts, quoted_sections
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
@@ -116,6 +117,9 @@ async def run_cascade(
     )
     record_fusion(state, fused, k)
     shown = fused[:k]
+    if not await load_records(state, needed_documents(state, shown, fused)):
+        state.assessment = verdict = unreadable(verdict)
+        fused = shown = []
     fact = pick_fact(state, fused)
     state.texts = await load_texts(state, quoted_sections(state, shown, fused, fact))
     context = context_for(state, shown)

@@ -7,6 +7,7 @@ how it is reported, and how a cached response is served again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from router.contract import (
@@ -18,7 +19,7 @@ from router.contract import (
     Strategy,
 )
 from router.metrics import Metrics
-from router.package.view import PackageView
+from router.package.view import PackageView, RecordNotLoaded
 from router.stages.answer import Answer
 from router.stages.confidence import LexicalConfidence
 from router.stages.fusion import Fused
@@ -50,7 +51,7 @@ def build_response(
         confidence_level=verdict.reported_level,
         abstained=verdict.abstain,
         abstention_reason=(
-            abstention_reason(state.features, state.lexical_result().confidence)
+            verdict.reason or abstention_reason(state.features, state.lexical_result().confidence)
             if verdict.abstain
             else None
         ),
@@ -65,7 +66,7 @@ def build_response(
             budget_exceeded=trace.exceeded,
         ),
         trace={
-            "stages": trace.stages,
+            "stages": trace.resolved(_section_id(package), _doc_id(package)),
             "visibility": {"tenant": state.request.tenant, "date": state.day},
             "budget": {
                 "max_documents": config.budget.max_documents,
@@ -111,6 +112,28 @@ def record_metrics(metrics: Metrics | None, response: QueryResponse, exact_hit: 
         and response.confidence_level in ("HIGH", "MEDIUM")
     )
     metrics.record_stages(response.trace.get("stages", {}))
+
+
+def _section_id(package: PackageView) -> Callable[[int], str | None]:
+    """A trace reference's section id (None when its record could not be read)."""
+
+    def section_id(section: int) -> str | None:
+        try:
+            return package.sections[section].section_id
+        except RecordNotLoaded:
+            return None
+
+    return section_id
+
+
+def _doc_id(package: PackageView) -> Callable[[int], str | None]:
+    def doc_id(doc: int) -> str | None:
+        try:
+            return package.documents[doc].semantic_id
+        except RecordNotLoaded:
+            return None
+
+    return doc_id
 
 
 def _result(package: PackageView, candidate: Fused) -> RetrievalResult:

@@ -150,7 +150,7 @@ class KnowledgeService:
         if self.vector_stage is not None:
             self.embedder, self.vector_index = self._vector_stage_for(loaded)
         if self.load_vectors_on_activation and self.vector_index is not None:
-            await self.vector_index.upsert(section_records(loaded))
+            await self.vector_index.upsert(await section_records(loaded))
         self._package = loaded
         self._refused = None
         self.last_load_error = None

@@ -19,7 +19,7 @@ from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.package.view import PackageView
 from router.stages.bm25 import block_weights
-from router.stages.filters import Visibility, visible_documents, visible_sections
+from router.stages.filters import Mask, Visibility, visible_documents, visible_sections
 from router.stages.normalizer import NormalizedQuery
 from router.stages.query_analyzer import QueryFeatures
 from router.trace import Trace
@@ -72,12 +72,12 @@ class QueryState:
         return Visibility(self.request.tenant, self.day, self.request.include_deprecated)
 
     @cached_property
-    def visible(self) -> frozenset[int]:
+    def visible(self) -> Mask:
         """Documents this caller may see (tenant, validity date, deprecation)."""
         return visible_documents(self.package, self.visibility)
 
     @cached_property
-    def allowed(self) -> frozenset[int] | None:
+    def allowed(self) -> Mask | None:
         """Sections this caller may see, or None when it may see every section."""
         return visible_sections(self.package, self.visibility)
 

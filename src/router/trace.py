@@ -11,10 +11,51 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TRACE_TOP_N", "Trace"]
+__all__ = ["TRACE_TOP_N", "DocRef", "SectionRef", "Trace"]
 
 TRACE_TOP_N = 10
 """Candidates a ranking stage lists in the trace (the full lists stay in the state)."""
+
+
+class SectionRef(int):
+    """A view section a stage names in the trace; the response shows its section id. Stages
+    run before the records of their sections are read (after fusion), so they record numbers,
+    and the response resolves them all at once."""
+
+    __slots__ = ()
+
+
+class DocRef(int):
+    """A view document a stage names in the trace; the response shows its semantic id."""
+
+    __slots__ = ()
+
+
+def _walk(value: Any, sections: set[int], docs: set[int]) -> None:
+    if isinstance(value, SectionRef):
+        sections.add(int(value))
+    elif isinstance(value, DocRef):
+        docs.add(int(value))
+    elif isinstance(value, dict):
+        for item in value.values():
+            _walk(item, sections, docs)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _walk(item, sections, docs)
+
+
+def _resolve(
+    value: Any, section_id: Callable[[int], str | None], doc_id: Callable[[int], str | None]
+) -> Any:
+    if isinstance(value, SectionRef):
+        return section_id(int(value))
+    if isinstance(value, DocRef):
+        return doc_id(int(value))
+    if isinstance(value, dict):
+        return {key: _resolve(item, section_id, doc_id) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_resolve(item, section_id, doc_id) for item in value]
+    return value
 
 
 @dataclass
@@ -53,3 +94,17 @@ class Trace:
             return False
         self.exceeded.append(f"latency before {stage}")
         return True
+
+    def references(self) -> tuple[set[int], set[int]]:
+        """(sections, documents) the stages named so far."""
+        sections: set[int] = set()
+        docs: set[int] = set()
+        _walk(self.stages, sections, docs)
+        return sections, docs
+
+    def resolved(
+        self, section_id: Callable[[int], str | None], doc_id: Callable[[int], str | None]
+    ) -> dict[str, dict[str, Any]]:
+        """The stages with every reference replaced by the id it names."""
+        resolved: dict[str, dict[str, Any]] = _resolve(self.stages, section_id, doc_id)
+        return resolved

@@ -793,7 +793,7 @@ def test_worker_vector_fallback_queries_vectorize_with_the_packages_model(
     assert index is not None
     assert not loaded.has_vectors  # the isolate never reads vectors.bin: Vectorize holds them
     full = load_package(files["manifest.json"], files.__getitem__)
-    run(index.upsert(section_records(full)))  # what `kr publish` does for Vectorize
+    run(index.upsert(run(section_records(full))))  # what `kr publish` does for Vectorize
     response = ask(service, LOW_LEXICAL)
     vector = response.trace["stages"]["vector"]
     assert vector["model"] == HASH_MODEL_ID and vector["matches"]

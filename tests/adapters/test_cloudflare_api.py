@@ -68,7 +68,7 @@ from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, VectorRecord
 from router.service import package_key
 from router.vectors.hash_embedder import HashEmbedder
 from router.vectors.records import namespace_for
-from tests.common import KNOWLEDGE, MIGRATIONS, ROOT, write_doc
+from tests.common import KNOWLEDGE, MIGRATIONS, ROOT, catalog_of, write_doc
 
 ACCOUNT = "0123456789abcdef0123456789abcdef"
 TOKEN = "cf-test-token-s3cr3t"
@@ -427,10 +427,11 @@ def test_full_publish_stores_every_part_and_activates_last(
     assert (doc["doc_index"], doc["t"]) == (0, "integer")  # string params, integer affinity
 
     loaded = load_package(files["manifest.json"], files.__getitem__)
-    assert len(state.vectors) == len(loaded.sections) == report.vectors_upserted
-    for index, section in enumerate(loaded.sections):
+    catalog = catalog_of(loaded)
+    assert len(state.vectors) == len(catalog.sections) == report.vectors_upserted
+    for index, section in enumerate(catalog.sections):
         vector = state.vectors[f"{version}:{index}"]
-        tenant = loaded.documents[loaded.section_doc[index]].tenant
+        tenant = catalog.documents[catalog.section_doc[index]].tenant
         assert vector["namespace"] == namespace_for(tenant)
         assert vector["metadata"]["version"] == version
         assert vector["metadata"]["section"] == section.section_id
@@ -458,7 +459,7 @@ def test_transient_failures_are_retried_and_rows_are_not_duplicated(
     files = embedded.package.files()
     version = embedded.package.knowledge_version
     state = fake.state
-    state.fail("PUT", "r2", "shared.catalog.json", 500)
+    state.fail("PUT", "r2", "shared.docs.bin", 500)
     state.fail("POST", "vectorize", "upsert", 429, retry_after="0")
     state.fail("PUT", "kv", ACTIVE_VERSION_KEY, 503)
     state.fail("POST", "d1", "INSERT INTO knowledge_links", 503)  # mid-way through the rows
@@ -560,7 +561,7 @@ def test_bad_token_names_the_step_and_never_leaks_the_token(
     wrong = "wrong-token-123456"
     with pytest.raises(PublishError) as info:
         _run(_publish(fake, embedded.package.files(), MemoryJournal(), token=wrong))
-    assert info.value.step == blob_step("shared.catalog.json")
+    assert info.value.step == blob_step("shared.docs.bin")
     assert "HTTP 403" in info.value.message and "CLOUDFLARE_API_TOKEN" in info.value.message
     assert wrong not in info.value.message and not fake.state.objects
 
@@ -609,7 +610,7 @@ def test_a_corrupted_upload_fails_verification_and_is_uploaded_again(
     assert info.value.step == VERIFY_STEP and isinstance(info.value.cause, IntegrityError)
     assert "shared.postings.bin" in info.value.message and ACTIVE_VERSION_KEY not in fake.state.kv
     done = _run(journal.done(f"cloudflare:{ACCOUNT}:test", version))
-    assert blob_step("shared.postings.bin") not in done and blob_step("shared.catalog.json") in done
+    assert blob_step("shared.postings.bin") not in done and blob_step("shared.docs.bin") in done
 
     mark = len(fake.state.log)
     report = _run(_publish(fake, files, journal))
@@ -753,7 +754,7 @@ def test_cli_publishes_a_package_folder_and_a_rerun_does_nothing(
     assert main(args) == 0
     out = capsys.readouterr().out
     version = embedded.package.knowledge_version
-    assert "done  blob:shared.catalog.json" in out and "done  activate" in out
+    assert "done  blob:shared.docs.bin" in out and "done  activate" in out
     assert f"knowledge version {version} active on Cloudflare account {ACCOUNT}" in out
     assert fake.state.kv[ACTIVE_VERSION_KEY] == version
 

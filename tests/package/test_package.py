@@ -33,7 +33,7 @@ def test_manifest_describes_every_artifact(built: BuildResult) -> None:
     for name in required:
         blob = built.package.artifacts[name]
         assert manifest["artifacts"][name] == {"sha256": sha256_hex(blob), "bytes": len(blob)}
-    chunks = [name for name in manifest["artifacts"] if ".texts-" in name]
+    chunks = [n for n in manifest["artifacts"] if ".texts-" in n or ".records-" in n]
     shards = [name for name in manifest["artifacts"] if ".s-" in name]
     assert chunks and shards and set(manifest["artifacts"]) == {*required, *chunks, *shards}
 
@@ -47,7 +47,7 @@ def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:
         with pytest.raises(IntegrityError):
             load_package(files["manifest.json"], {**files, name: bytes(damaged)}.__getitem__)
     with pytest.raises(IntegrityError):
-        load_package(files["manifest.json"], {**files, "shared.catalog.json": b"{}"}.__getitem__)
+        load_package(files["manifest.json"], {**files, "shared.docs.bin": b"{}"}.__getitem__)
     with pytest.raises(PackageFormatError):
         load_package(b"{not json", files.__getitem__)
 

@@ -15,7 +15,7 @@ from router.package.text_store import SectionTexts
 from router.package.texts import TEXTS_INDEX_NAME, chunk_name, decode_text_index, encode_texts
 from router.pipeline import CascadeServices, run_cascade, run_query
 from router.sync import run_sync
-from tests.common import TODAY
+from tests.common import TODAY, catalog_of
 
 TEXTS = ["Primeira seção.", "", "ação com acentos — ç", "x" * 50, "última"]
 
@@ -66,19 +66,23 @@ def test_the_chunk_cache_stays_under_its_byte_budget() -> None:
 def test_the_package_keeps_no_section_text_resident(built: BuildResult) -> None:
     files = built.package.files()
     package = load_package(files["manifest.json"], files.__getitem__)
-    assert all(section.text == "" for section in package.sections)
+    catalog = catalog_of(package)
+    assert all(section.text == "" for section in catalog.sections)
     expected = {
         (d.semantic_id, s.section_id): strip_wikilinks(s.text)
         for d in built.corpus.documents
         for s in d.sections
     }
     got = {}
+    first_global = 0
     for partition in package.partitions:  # every partition's texts, each read from its chunks
         assert partition.texts.cached_bytes == 0
-        texts, _ = run_sync(partition.texts.load(range(len(partition.sections))))
-        for local, section in enumerate(partition.sections):
-            doc = partition.documents[partition.section_doc[local]]
-            got[doc.semantic_id, section.section_id] = texts[local]
+        texts, _ = run_sync(partition.texts.load(range(partition.section_count)))
+        for local in range(partition.section_count):
+            index = first_global + local
+            doc = catalog.documents[catalog.section_doc[index]]
+            got[doc.semantic_id, catalog.sections[index].section_id] = texts[local]
+        first_global += partition.section_count
     assert got == expected
 
 

@@ -269,7 +269,7 @@ def test_scifact_top10_and_top50_equal_exhaustive_scoring(
 ) -> None:
     package, queries = scifact
     weights = block_weights(package.block_names, DEFAULT_FIELD_WEIGHTS)
-    sections = len(package.sections)
+    sections = package.num_sections
     filters = [None, frozenset(range(0, sections, 3)), frozenset(range(0, sections, 97))]
     assert sum(len(ids) != len(set(ids)) for ids in queries) > 50  # repeated terms are covered
     read = compare_all(package, queries, weights, filters, ScoreBounds())

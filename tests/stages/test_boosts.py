@@ -11,7 +11,7 @@ from router.stages.boosts import boost_factors, boosted
 
 def test_official_beats_draft_at_equal_score(package: KnowledgePackage) -> None:
     view = package.view(None)
-    trust = {i: view.documents[d].trust for i, d in enumerate(view.section_doc)}
+    trust = {i: view.doc_trust(d) for i, d in enumerate(view.section_doc)}
     draft = next(i for i, t in trust.items() if t == "draft")
     official = next(i for i, t in trust.items() if t == "official" and i > draft)
     factors = boost_factors(view, [draft, official], DEFAULT_TRUST_WEIGHTS, set(), 0.3)

@@ -58,7 +58,7 @@ def test_expand_on_the_knowledge_graph_respects_the_bounds(package: KnowledgePac
     view = package.view(None)
     [layer] = [part.partition.graph for part in view.parts]
     graph = LayeredGraph([layer])
-    seed = max(range(len(view.sections)), key=lambda s: len(layer.neighbours(s)))
+    seed = max(range(view.num_sections), key=lambda s: len(layer.neighbours(s)))
     assert len(layer.neighbours(seed)) > 3
     found = expand(graph, [(seed, 2.0)], None, depth=2, max_nodes=3)
     assert len(found) == 3 and seed not in [s for s, _, _ in found]

@@ -11,11 +11,11 @@ from router.package.reader import KnowledgePackage
 from router.package.view import PackageView
 from router.stages.vector import vector_search
 from router.vectors.hash_embedder import HashEmbedder
-from tests.common import ALFA, BETA
+from tests.common import ALFA, BETA, with_all_records
 
 
 def doc_tenant(package: PackageView, section: int) -> str:
-    return package.documents[package.section_doc[section]].tenant
+    return with_all_records(package).documents[package.section_doc[section]].tenant
 
 
 @pytest.mark.parametrize(

@@ -111,8 +111,8 @@ def _add_routes(app: FastAPI, resolve: ServiceFactory, defer: Defer | None) -> N
             {
                 "status": "ok",
                 "knowledge_version": package.version,
-                "documents": len(package.documents),
-                "sections": len(package.sections),
+                "documents": package.document_count,
+                "sections": package.section_count,
                 "last_load_error": svc.last_load_error,
                 "embedding_model": package.embedding_model,
             }

@@ -24,12 +24,14 @@ from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fie
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
+from router.package.doc_columns import DOCS_NAME, encode_columns
 from router.package.exact_keys import encode_exact
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.graph_table import encode_graph
 from router.package.keywords import encode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
+from router.package.records import encode_records, record_of
 from router.package.shards import encode_shards
 from router.package.term_index import encode_terms
 from router.package.texts import encode_texts
@@ -256,7 +258,9 @@ def _compile_partition(
     own_targets = _link_targets(documents, first_section)
     resolve = _resolver(shared_targets, own_targets)
     files = {
-        "catalog.json": dumps_json(_catalog(documents, bodies, synonyms)),
+        DOCS_NAME: encode_columns(documents),
+        **encode_records(_records(documents, bodies)),
+        "synonyms.json": dumps_json([list(group) for group in synonyms]),
         "terms.bin": encode_terms(terms),
         "lexicon.json": dumps_json(lexicon),
         "postings.bin": directory,
@@ -430,49 +434,13 @@ def _surface_words(
     return [[word, stem] for word, stem in surface_word_stems(analyzer, texts, vocabulary)]
 
 
-def _catalog(
-    documents: Sequence[Document], bodies: Sequence[str], synonyms: Sequence[Sequence[str]]
-) -> dict[str, Any]:
-    """Documents and sections without the section texts (``texts.bin``, read lazily)."""
-    docs: list[dict[str, Any]] = []
-    sections: list[dict[str, Any]] = []
-    for doc_index, doc in enumerate(documents):
-        first = len(sections)
-        for section in doc.sections:
-            text = bodies[len(sections)]
-            flags = [INJECTION_FLAG] if looks_like_injection(text) else []
-            sections.append(
-                {
-                    "id": section.section_id,
-                    "doc": doc_index,
-                    "heading": section.heading,
-                    "level": section.level,
-                    "line": section.line,
-                    "explicit": section.explicit_id,
-                    "links": [[link.target, link.label] for link in section.links],
-                    "flags": flags,
-                }
-            )
-        docs.append(
-            {
-                "id": doc.semantic_id,
-                "title": doc.title,
-                "path": doc.path,
-                "description": doc.description,
-                "keywords": doc.keywords,
-                "aliases": doc.aliases,
-                "tenant": doc.tenant,
-                "trust": doc.trust,
-                "status": doc.status,
-                "version": doc.version,
-                "created_at": doc.created_at,
-                "updated_at": doc.updated_at,
-                "valid_from": doc.valid_from,
-                "valid_until": doc.valid_until,
-                "scope": doc.scope,
-                "facts": doc.facts,
-                "metadata": json.loads(json.dumps(doc.metadata, default=str)),
-                "sections": [first, len(sections)],
-            }
-        )
-    return {"documents": docs, "sections": sections, "synonyms": [list(g) for g in synonyms]}
+def _records(documents: Sequence[Document], bodies: Sequence[str]) -> list[dict[str, Any]]:
+    """Each document's record (``records.bin``): its fields and sections, without the texts
+    (``texts.bin``), each section flagged when its text looks like an injection."""
+    records = []
+    body = iter(bodies)
+    for doc in documents:
+        flags = [[INJECTION_FLAG] if looks_like_injection(next(body)) else [] for _ in doc.sections]
+        metadata = json.loads(json.dumps(doc.metadata, default=str))
+        records.append(record_of(doc, flags, metadata))
+    return records

@@ -24,8 +24,8 @@ from typing import Any
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.partitions import partition_file
 from router.package.reader import KnowledgePackage, load_package
+from router.package.records import records_in_files
 from router.ports import (
     BlobStore,
     KeyValueStore,
@@ -263,7 +263,7 @@ async def _run_step(
     elif step.startswith("vectors:"):
         assert target.vectors is not None
         if not records:
-            records.extend(section_records(package))
+            records.extend(await section_records(package))
         start = int(step.removeprefix("vectors:")) * target.vector_batch
         batch = records[start : start + target.vector_batch]
         report.vectors_upserted += await target.vectors.upsert(batch)
@@ -315,10 +315,9 @@ def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str,
     documents: list[dict[str, Any]] = []
     sections: list[dict[str, Any]] = []
     for entry in manifest.partitions:
-        catalog = json.loads(files[partition_file(entry.key, "catalog.json")])
-        first_doc = len(documents)
-        documents += catalog["documents"]
-        sections += [{**s, "doc": s["doc"] + first_doc} for s in catalog["sections"]]
+        for record in records_in_files(files, entry.key):
+            sections += [{**s, "doc": len(documents)} for s in record["sections"]]
+            documents.append(record)
     return {"documents": documents, "sections": sections}
 
 

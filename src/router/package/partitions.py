@@ -33,7 +33,9 @@ __all__ = [
 
 SHARED_PARTITION = "shared"
 PARTITION_FILES: tuple[str, ...] = (
-    "catalog.json",
+    "docs.bin",
+    "records.bin",
+    "synonyms.json",
     "terms.bin",
     "lexicon.json",
     "postings.bin",
@@ -44,7 +46,7 @@ PARTITION_FILES: tuple[str, ...] = (
     "graph.bin",
 )
 """The files every partition has (``vectors.bin`` too when the package is embedded; the text
-chunks are listed in the manifest and read lazily)."""
+and record chunks are listed in the manifest and read lazily)."""
 
 
 def partition_key(tenant: str) -> str:

@@ -11,11 +11,11 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 from router.errors import PackageFormatError
-from router.knowledge.model import ALL_TENANTS, Document, Link, Section
+from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
 from router.package.exact_keys import ExactKeys, decode_exact
 from router.package.graph_table import GraphTable, decode_graph
 from router.package.keywords import KeywordTable, decode_keywords
@@ -26,15 +26,20 @@ from router.package.partitions import (
     partition_file,
     partition_key,
 )
+from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM, DocumentRecords
 from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
 from router.package.shards import decode_directory
 from router.package.term_index import TermIndex, decode_terms
-from router.package.text_store import DEFAULT_TEXT_CACHE_BYTES, ChunkFetcher, SectionTexts
+from router.package.text_store import (
+    DEFAULT_TEXT_CACHE_BYTES,
+    ChunkFetcher,
+    SectionTexts,
+)
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
 from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
 
-__all__ = ["ExactTarget", "KnowledgePackage", "Partition", "load_package"]
+__all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "Partition", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
 
@@ -44,13 +49,12 @@ VIEW_CACHE_ENTRIES = 32
 
 @dataclass
 class Partition:
-    """One decoded partition: its documents, sections, terms, postings and text store."""
+    """One decoded partition: its document columns, terms, lookup tables, and the stores of its
+    records, texts and posting shards (read per query)."""
 
     entry: PartitionEntry
-    documents: list[Document]
-    section_doc: list[int]  # partition-local document index of each section
-    doc_first_section: list[int]  # partition-local first section of each document
-    sections: list[Section]
+    columns: DocColumns  # per document: first section, validity, trust, deprecation, scope
+    records: DocumentRecords  # documents and their sections' headings, links, flags (lazy)
     term_ids: TermIndex  # term → id in this partition (sorted vocabulary, searched in place)
     postings: PartitionShards  # the resident directory; shards read per query
     exact: ExactKeys  # compiled exact keys (ids, titles, aliases, facts, section ids)
@@ -70,6 +74,24 @@ class Partition:
     @property
     def first_section(self) -> int:
         return self.entry.first_section
+
+    @property
+    def doc_count(self) -> int:
+        return self.columns.documents
+
+    @property
+    def section_count(self) -> int:
+        return self.columns.sections
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every document and section of a package in package-wide numbering (publish, vector
+    records, tests): read in full, which a query never does."""
+
+    documents: list[Document]
+    sections: list[Section]
+    section_doc: list[int]  # global document index of each section
 
 
 @dataclass
@@ -100,28 +122,29 @@ class KnowledgePackage(VersionFacts):
     def _part(self, index: int) -> ViewPart:
         shared = self.partitions[0]
         partition = self.partitions[index]
-        first_global = sum(len(p.sections) for p in self.partitions[:index])
-        return ViewPart(partition, len(shared.documents) if index else 0, first_global)
+        first_global = sum(p.section_count for p in self.partitions[:index])
+        return ViewPart(partition, shared.doc_count if index else 0, first_global)
 
     # -- the whole version (publish, vector records, diagnostics), in global numbering ---------
 
     @property
-    def documents(self) -> list[Document]:
-        return [doc for p in self.partitions for doc in p.documents]
+    def document_count(self) -> int:
+        return sum(p.doc_count for p in self.partitions)
 
     @property
-    def sections(self) -> list[Section]:
-        return [section for p in self.partitions for section in p.sections]
+    def section_count(self) -> int:
+        return sum(p.section_count for p in self.partitions)
 
-    @property
-    def section_doc(self) -> list[int]:
-        """Global document index of each section, in global section order."""
-        found: list[int] = []
-        first_doc = 0
-        for p in self.partitions:
-            found += [first_doc + d for d in p.section_doc]
-            first_doc += len(p.documents)
-        return found
+    async def read_catalog(self) -> Catalog:
+        """Every record of every partition, fetched and decoded."""
+        documents: list[Document] = []
+        section_doc: list[int] = []
+        for partition in self.partitions:
+            for doc in await partition.records.read_all():
+                section_doc += [len(documents)] * len(doc.sections)
+                documents.append(doc)
+        sections = [section for doc in documents for section in doc.sections]
+        return Catalog(documents, sections, section_doc)
 
     @property
     def has_vectors(self) -> bool:
@@ -183,22 +206,23 @@ def _decode_partition(
         return blobs[partition_file(entry.key, name)]
 
     try:
-        catalog = json.loads(blob("catalog.json"))
         lexicon = {str(k): str(v) for k, v in json.loads(blob("lexicon.json")).items()}
         surface = [(str(word), str(stem)) for word, stem in json.loads(blob("surface.json"))]
+        synonyms = [[str(term) for term in group] for group in json.loads(blob("synonyms.json"))]
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
     terms = decode_terms(blob("terms.bin"))
     directory = decode_directory(blob("postings.bin"))
     exact = decode_exact(blob("exact.bin"))
-    documents, sections, section_doc = _decode_catalog(catalog)
+    columns = decode_columns(blob(DOCS_NAME))
+    sections = columns.sections
     if (
-        len(sections) != entry.sections
-        or len(documents) != entry.documents
-        or directory.sections != entry.first_section + len(sections)
+        sections != entry.sections
+        or columns.documents != entry.documents
+        or directory.sections != entry.first_section + sections
         or directory.terms != len(terms)
     ):
-        raise PackageFormatError(f"partition {entry.key}: postings do not match its catalog")
+        raise PackageFormatError(f"partition {entry.key}: postings do not match its documents")
     shard_names = [
         partition_file(entry.key, directory.file_name(s)) for s in range(len(directory.hashes))
     ]
@@ -207,27 +231,28 @@ def _decode_partition(
     vectors_name = partition_file(entry.key, VECTORS_NAME)
     vectors = decode_vectors(blobs[vectors_name]) if vectors_name in blobs else None
     if vectors is not None and (
-        vectors.count != len(sections)
+        vectors.count != sections
         or manifest.embedding is None
         or vectors.dimensions != int(manifest.embedding.get("dimensions", -1))
     ):
         raise PackageFormatError(f"partition {entry.key}: vectors do not match its sections")
     text_index = decode_text_index(blob(TEXTS_INDEX_NAME))
-    if text_index.sections != len(sections):
-        raise PackageFormatError(f"partition {entry.key}: texts.bin does not match its catalog")
-    chunk_names = [partition_file(entry.key, n) for n in text_index.chunk_names()]
+    record_index = decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM)
+    if text_index.sections != sections or record_index.sections != columns.documents:
+        raise PackageFormatError(f"partition {entry.key}: texts or records do not match")
+    chunk_names = [
+        partition_file(entry.key, n) for n in text_index.chunk_names() + record_index.chunk_names()
+    ]
     if any(name not in manifest.artifacts for name in chunk_names):
-        raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer text chunks")
+        raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer chunks")
 
     async def read_own_chunk(name: str) -> bytes:
         return await read_chunk(partition_file(entry.key, name))
 
     return Partition(
         entry=entry,
-        documents=documents,
-        section_doc=section_doc,
-        doc_first_section=_first_sections(documents),
-        sections=sections,
+        columns=columns,
+        records=DocumentRecords(record_index, read_own_chunk, text_cache_bytes),
         term_ids=terms,
         postings=PartitionShards(entry.key, directory, read_chunk, shard_cache),
         exact=exact,
@@ -236,14 +261,9 @@ def _decode_partition(
         lexicon=lexicon,
         surface_words=surface,
         texts=SectionTexts(text_index, read_own_chunk, text_cache_bytes),
-        synonyms=[list(g) for g in catalog.get("synonyms", [])],
+        synonyms=synonyms,
         vectors=vectors,
     )
-
-
-def _first_sections(documents: list[Document]) -> list[int]:
-    """Each document's first section, partition-local (a document's sections are contiguous)."""
-    return list(accumulate((len(d.sections) for d in documents), initial=0))[: len(documents)]
 
 
 def _chunk_reader(
@@ -257,49 +277,3 @@ def _chunk_reader(
         return manifest.verify(name, blob)
 
     return read
-
-
-def _decode_catalog(catalog: dict[str, Any]) -> tuple[list[Document], list[Section], list[int]]:
-    try:
-        sections = [
-            Section(
-                section_id=s["id"],
-                heading=s["heading"],
-                level=s["level"],
-                text="",  # read lazily: KnowledgePackage.texts
-                line=s["line"],
-                explicit_id=s["explicit"],
-                links=[Link(s["id"], target, label, s["line"]) for target, label in s["links"]],
-                flags=list(s["flags"]),
-            )
-            for s in catalog["sections"]
-        ]
-        section_doc = [int(s["doc"]) for s in catalog["sections"]]
-        documents = []
-        for d in catalog["documents"]:
-            first, end = d["sections"]
-            documents.append(
-                Document(
-                    semantic_id=d["id"],
-                    title=d["title"],
-                    path=d["path"],
-                    description=d["description"],
-                    keywords=d["keywords"],
-                    aliases=d["aliases"],
-                    tenant=d["tenant"],
-                    trust=d["trust"],
-                    status=d["status"],
-                    version=d["version"],
-                    created_at=d["created_at"],
-                    updated_at=d["updated_at"],
-                    valid_from=d["valid_from"],
-                    valid_until=d["valid_until"],
-                    scope=d["scope"],
-                    facts=d["facts"],
-                    metadata=d["metadata"],
-                    sections=sections[first:end],
-                )
-            )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PackageFormatError(f"catalog.json is malformed: {exc!r}") from exc
-    return documents, sections, section_doc

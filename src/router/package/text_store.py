@@ -81,7 +81,7 @@ class SectionTexts:
     async def _fetch_all(self, chunk_ids: list[int]) -> dict[int, bytes]:
         if not chunk_ids:
             return {}
-        names = [chunk_name(c) for c in chunk_ids]
+        names = [chunk_name(c, self.index.stem) for c in chunk_ids]
         if loop_running() and len(names) > 1:
             blobs = await asyncio.gather(*(self._fetch(name) for name in names))
         else:  # driven without an event loop (run_sync): the fetches never suspend

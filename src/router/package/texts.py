@@ -14,6 +14,10 @@ a reader fetches (and verifies) just the chunks of the sections it needs. Layout
         the UTF-8 texts of sections first[c] … first[c+1]−1, concatenated
 
 A section's text ends where the next section of its chunk starts, or at the chunk's end.
+
+The same layout stores any sequence of UTF-8 items read a few at a time: the document records
+(``records.bin`` and ``records-<c>.bin``, ``router.package.records``) are one JSON item per
+document. ``stem`` names the files; "section" above then reads "item".
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from router.errors import PackageFormatError
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 
 __all__ = [
+    "CHUNKED_STEMS",
     "TEXTS_INDEX_NAME",
     "TEXT_CHUNK_BYTES",
     "TextIndex",
@@ -36,27 +41,31 @@ __all__ = [
     "is_text_chunk",
 ]
 
+TEXTS_STEM = "texts"
 TEXTS_INDEX_NAME = "texts.bin"
+CHUNKED_STEMS: tuple[str, ...] = (TEXTS_STEM, "records")
+"""The stems stored in this layout (their chunk files are read lazily, never at load)."""
 TEXT_CHUNK_BYTES = 16 * 1024
 """Target size of one chunk file: a quoted section costs one fetch of at most about this much."""
 
 _MAGIC = b"KRTEXT03"
 _HEADER = struct.Struct("<8sII")
-_CHUNK_PREFIX = "texts-"
 _CHUNK_SUFFIX = ".bin"
 
 
-def chunk_name(chunk: int) -> str:
-    """The file name of chunk number ``chunk``."""
-    return f"{_CHUNK_PREFIX}{chunk:05d}{_CHUNK_SUFFIX}"
+def chunk_name(chunk: int, stem: str = TEXTS_STEM) -> str:
+    """The file name of chunk number ``chunk`` of ``stem``."""
+    return f"{stem}-{chunk:05d}{_CHUNK_SUFFIX}"
 
 
 def is_text_chunk(name: str) -> bool:
-    """True for a chunk file, ``<partition>.texts-NNNNN.bin`` or bare (read lazily, never with
-    the rest of the package)."""
+    """True for a chunk file, ``<partition>.texts-NNNNN.bin`` (or ``records-``) or bare: read
+    lazily, never with the rest of the package."""
     if not name.endswith(_CHUNK_SUFFIX):
         return False
-    return name[: -len(_CHUNK_SUFFIX)].rpartition(".")[2].startswith(_CHUNK_PREFIX)
+    base = name[: -len(_CHUNK_SUFFIX)].rpartition(".")[2]
+    stem, dash, number = base.rpartition("-")
+    return bool(dash) and stem in CHUNKED_STEMS and number.isdigit()
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class TextIndex:
 
     first: Sequence[int]  # C + 1 entries
     offsets: Sequence[int]  # N entries
+    stem: str = TEXTS_STEM
 
     @property
     def sections(self) -> int:
@@ -75,7 +85,7 @@ class TextIndex:
         return len(self.first) - 1
 
     def chunk_names(self) -> list[str]:
-        return [chunk_name(c) for c in range(self.chunks)]
+        return [chunk_name(c, self.stem) for c in range(self.chunks)]
 
     def chunk_of(self, section: int) -> int:
         if not 0 <= section < self.sections:
@@ -91,8 +101,10 @@ class TextIndex:
         return chunk[start:end].decode("utf-8")
 
 
-def encode_texts(texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES) -> dict[str, bytes]:
-    """``texts.bin`` and the chunk files for the section texts, in section order."""
+def encode_texts(
+    texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES, stem: str = TEXTS_STEM
+) -> dict[str, bytes]:
+    """``<stem>.bin`` and its chunk files for ``texts`` (section texts, in section order)."""
     first: list[int] = [0]
     offsets: list[int] = []
     chunks: list[bytes] = []
@@ -115,20 +127,21 @@ def encode_texts(texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES) -> d
         + little_endian_bytes("I", first)
         + little_endian_bytes("I", offsets)
     )
-    files = {TEXTS_INDEX_NAME: index_blob}
-    files.update({chunk_name(c): blob for c, blob in enumerate(chunks)})
+    files = {f"{stem}.bin": index_blob}
+    files.update({chunk_name(c, stem): blob for c, blob in enumerate(chunks)})
     return files
 
 
-def decode_text_index(blob: bytes) -> TextIndex:
-    """The index of ``texts.bin``; a wrong magic or length refuses the package."""
-    sections, chunks = header_fields(blob, _HEADER, _MAGIC, "texts.bin")
+def decode_text_index(blob: bytes, stem: str = TEXTS_STEM) -> TextIndex:
+    """The index of ``<stem>.bin``; a wrong magic or length refuses the package."""
+    what = f"{stem}.bin"
+    sections, chunks = header_fields(blob, _HEADER, _MAGIC, what)
     expected = _HEADER.size + 4 * (chunks + 1) + 4 * sections
     if len(blob) != expected:
-        raise PackageFormatError(f"texts.bin is {len(blob)} bytes, expected {expected}")
+        raise PackageFormatError(f"{what} is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)[_HEADER.size :]
     first = little_endian_view(view[: 4 * (chunks + 1)], "I")
     offsets = little_endian_view(view[4 * (chunks + 1) :], "I")
     if first[0] != 0 or first[chunks] != sections or list(first) != sorted(first):
-        raise PackageFormatError("texts.bin has an inconsistent chunk table")
-    return TextIndex(first, offsets)
+        raise PackageFormatError(f"{what} has an inconsistent chunk table")
+    return TextIndex(first, offsets, stem)

@@ -10,10 +10,12 @@ posting; its derived indexes (``derive``) are built per view, at first use.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from bisect import bisect_right
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
 from router.knowledge.model import Document, Section
@@ -28,7 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ExactTarget",
+    "LoadedDocuments",
+    "LoadedSections",
     "PackageView",
+    "RecordNotLoaded",
     "VersionFacts",
     "ViewPart",
     "ViewTexts",
@@ -63,12 +68,102 @@ class ViewPart:
 
     def doc_indices(self) -> range:
         """The view indices of this partition's documents."""
-        return range(self.first_doc, self.first_doc + len(self.partition.documents))
+        return range(self.first_doc, self.first_doc + self.partition.doc_count)
 
     def section_indices(self) -> range:
         """The view indices of this partition's sections."""
         first = self.partition.first_section
-        return range(first, first + len(self.partition.sections))
+        return range(first, first + self.partition.section_count)
+
+
+class RecordNotLoaded(LookupError):
+    """A stage read a document record the query did not load (a bug in the cascade's order:
+    records are read after fusion, for what the response shows)."""
+
+
+class LoadedDocuments(Sequence[Document]):
+    """The view's documents as a sequence, of which only the loaded records can be read."""
+
+    __slots__ = ("_count", "_loaded")
+
+    def __init__(self, loaded: Mapping[int, Document], count: int) -> None:
+        self._loaded = loaded
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Document: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Document]: ...
+    def __getitem__(self, index: int | slice) -> Document | list[Document]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        found = self._loaded.get(index)
+        if found is None:
+            raise RecordNotLoaded(f"document {index} was not loaded for this query")
+        return found
+
+    def __iter__(self) -> Iterator[Document]:
+        return (self[i] for i in range(self._count))
+
+
+class LoadedSections(Sequence[Section]):
+    """The view's sections, read through their (loaded) documents."""
+
+    __slots__ = ("_docs", "_first", "_section_doc")
+
+    def __init__(
+        self, docs: LoadedDocuments, section_doc: Sequence[int], first: Sequence[int]
+    ) -> None:
+        self._docs = docs
+        self._section_doc = section_doc
+        self._first = first
+
+    def __len__(self) -> int:
+        return len(self._section_doc)
+
+    @overload
+    def __getitem__(self, index: int) -> Section: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Section]: ...
+    def __getitem__(self, index: int | slice) -> Section | list[Section]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        doc = self._section_doc[index]
+        return self._docs[doc].sections[index - self._first[doc]]
+
+    def __iter__(self) -> Iterator[Section]:
+        return (self[i] for i in range(len(self)))
+
+
+class SectionDocs(Sequence[int]):
+    """The view document of each view section, found by bisection in the documents' first
+    sections (a document's sections are contiguous), so nothing is stored per section."""
+
+    __slots__ = ("_first", "_sections")
+
+    def __init__(self, first: Sequence[int], sections: int) -> None:
+        self._first = first
+        self._sections = sections
+
+    def __len__(self) -> int:
+        return self._sections
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._sections))]
+        if not 0 <= index < self._sections:
+            raise IndexError(index)
+        return bisect_right(self._first, index) - 1
+
+    def __iter__(self) -> Iterator[int]:
+        return (self[i] for i in range(self._sections))
 
 
 class ViewTexts:
@@ -93,13 +188,18 @@ class ViewTexts:
         for (part, _), (found, cost) in zip(jobs, results, strict=True):
             base = part.partition.first_section
             texts.update({base + s: text for s, text in found.items()})
-            reads = TextReads(
-                reads.sections + cost.sections,
-                reads.chunks_fetched + cost.chunks_fetched,
-                reads.bytes_fetched + cost.bytes_fetched,
-                max(reads.round_trips, cost.round_trips),  # fetched concurrently
-            )
+            reads = _combined(reads, cost)
         return texts, reads
+
+
+def _combined(reads: TextReads, cost: TextReads) -> TextReads:
+    """Two partitions' reads, fetched concurrently (one round trip between them)."""
+    return TextReads(
+        reads.sections + cost.sections,
+        reads.chunks_fetched + cost.chunks_fetched,
+        reads.bytes_fetched + cost.bytes_fetched,
+        max(reads.round_trips, cost.round_trips),
+    )
 
 
 class VersionFacts:
@@ -123,21 +223,54 @@ class PackageView(VersionFacts):
 
     manifest: Manifest
     parts: tuple[ViewPart, ...]
-    documents: Sequence[Document]
+    doc_count: int
     section_doc: Sequence[int]
-    sections: Sequence[Section]
     doc_first_section: Sequence[int]
     analyzer: Analyzer
     texts: ViewTexts
     synonyms: list[list[str]]
     shared_view: PackageView | None = None  # the anonymous view (None: this is it)
     impact_bounds: dict[tuple[int, int], float] = field(default_factory=dict)  # memoised maxima
-    visible_docs: dict[Any, frozenset[int]] = field(default_factory=dict)  # filter → doc indices
+    visible_docs: dict[Any, Any] = field(default_factory=dict)  # filter → its masks
     derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
+    loaded: Mapping[int, Document] = field(default_factory=dict)  # records read by this query
 
     def __post_init__(self) -> None:
         # memos keyed by posting block are package-wide: kept on the shared partition
         self.impact_bounds = self.parts[0].partition.derived.setdefault("impact_bounds", {})
+
+    # -- document records: read per query, for what a response shows -------------------------
+
+    @property
+    def documents(self) -> LoadedDocuments:
+        """The view's documents; only those this query loaded (``with_records``) can be read."""
+        return LoadedDocuments(self.loaded, self.doc_count)
+
+    @property
+    def sections(self) -> LoadedSections:
+        """The view's sections, through their loaded documents."""
+        return LoadedSections(self.documents, self.section_doc, self.doc_first_section)
+
+    async def load_records(self, docs: Iterable[int]) -> tuple[dict[int, Document], TextReads]:
+        """Fetch (concurrently, one round trip) the records of ``docs`` (view indices)."""
+        wanted: list[list[int]] = [[] for _ in self.parts]
+        for doc in set(docs):
+            index = _part_of_doc(self.parts, doc)
+            wanted[index].append(doc - self.parts[index].first_doc)
+        jobs = [(part, local) for part, local in zip(self.parts, wanted, strict=True) if local]
+        loads = [part.partition.records.load(local) for part, local in jobs]
+        results = await asyncio.gather(*loads) if loop_running() else [await j for j in loads]
+        found: dict[int, Document] = {}
+        reads = TextReads(0, 0, 0, 0)
+        for (part, _), (records, cost) in zip(jobs, results, strict=True):
+            found.update({part.first_doc + d: doc for d, doc in records.items()})
+            reads = _combined(reads, cost)
+        return found, reads
+
+    def with_records(self, records: Mapping[int, Document]) -> PackageView:
+        """This view with ``records`` readable (the query holds them, so no cache evicts
+        them while it runs); every index and memo stays shared."""
+        return dataclasses.replace(self, loaded={**self.loaded, **records})
 
     def derive(self, name: str, build: Callable[[PackageView], Any]) -> Any:
         """An index derived from this view (synonyms...), built once, lazily."""
@@ -190,7 +323,14 @@ class PackageView(VersionFacts):
     def doc_sections(self, doc_index: int) -> range:
         """The section indices of one document (they are contiguous)."""
         first = self.doc_first_section[doc_index]
-        return range(first, first + len(self.documents[doc_index].sections))
+        following = doc_index + 1
+        end = self.doc_first_section[following] if following < self.doc_count else None
+        return range(first, self.num_sections if end is None else end)
+
+    def doc_trust(self, doc_index: int) -> str:
+        """A document's trust level, from the resident columns."""
+        part = self.parts[_part_of_doc(self.parts, doc_index)]
+        return part.partition.columns.trust(doc_index - part.first_doc)
 
     # -- terms and postings of the partitions in view ------------------------------------------
 
@@ -223,7 +363,7 @@ class PackageView(VersionFacts):
 
     @property
     def num_sections(self) -> int:
-        return len(self.sections)
+        return len(self.section_doc)
 
     # -- numbering ----------------------------------------------------------------------------
 
@@ -236,7 +376,7 @@ class PackageView(VersionFacts):
         """The view number of a package-wide section, or None when it is not in view."""
         for part in self.parts:
             local = global_section - part.first_global
-            if 0 <= local < len(part.partition.sections):
+            if 0 <= local < part.partition.section_count:
                 return part.partition.first_section + local
         return None
 
@@ -247,24 +387,21 @@ def compose_view(
     """The view over ``parts`` (the shared partition first); ``shared_view`` is the package's
     anonymous view, for every view that has a tenant partition."""
     shared = parts[0].partition
-    documents: Sequence[Document] = shared.documents
-    sections: Sequence[Section] = shared.sections
-    section_doc: Sequence[int] = shared.section_doc
-    first_sections: Sequence[int] = shared.doc_first_section
+    doc_count = shared.doc_count
+    first_sections: Sequence[int] = shared.columns.first[:-1]
     lexicon: Mapping[str, str] = shared.lexicon
     if len(parts) > 1:  # the tenant's own, after the shared partition, nothing copied
-        own, first_doc = parts[1].partition, parts[1].first_doc
-        documents = Joined(documents, own.documents)
-        sections = Joined(sections, own.sections)
-        section_doc = Joined(section_doc, Offset(own.section_doc, first_doc))
-        first_sections = Joined(first_sections, Offset(own.doc_first_section, own.first_section))
+        own = parts[1].partition
+        doc_count += own.doc_count
+        own_first = Offset(own.columns.first[:-1], own.first_section)
+        first_sections = Joined(first_sections, own_first)
         lexicon = ChainMap(shared.lexicon, own.lexicon)  # the shared partition's spellings win
+    sections = sum(part.partition.section_count for part in parts)
     return PackageView(
         manifest=manifest,
         parts=parts,
-        documents=documents,
-        section_doc=section_doc,
-        sections=sections,
+        doc_count=doc_count,
+        section_doc=SectionDocs(first_sections, sections),
         doc_first_section=first_sections,
         analyzer=Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon),
         texts=ViewTexts(parts),
@@ -278,3 +415,10 @@ def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
         if section >= parts[index].partition.first_section:
             return index
     raise IndexError(f"section {section} is not in this view")
+
+
+def _part_of_doc(parts: tuple[ViewPart, ...], doc: int) -> int:
+    for index in range(len(parts) - 1, -1, -1):
+        if doc >= parts[index].first_doc:
+            return index
+    raise IndexError(f"document {doc} is not in this view")

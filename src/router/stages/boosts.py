@@ -41,8 +41,7 @@ def boost_factors(
     """Multiplier per section: trust weight × (1 + boost inside the UI context)."""
     factors = {}
     for section in sections:
-        doc = package.documents[package.section_doc[section]]
-        factor = trust_weights.get(doc.trust, 1.0)
+        factor = trust_weights.get(package.doc_trust(package.section_doc[section]), 1.0)
         if section in in_context:
             factor *= 1.0 + context_boost
         factors[section] = factor

@@ -32,8 +32,11 @@ __all__ = [
     "assess",
     "confidence_level",
     "lexical_confidence",
+    "unreadable",
     "with_vector_evidence",
 ]
+
+UNREADABLE_REASON = "the knowledge store could not be read for this question; try again"
 
 # An exact id in the question is certain; a target named only by the UI context nearly so.
 EXACT_CONFIDENCE = 1.0
@@ -124,6 +127,7 @@ class Assessment:
     value: float
     level: Level
     abstain: bool
+    reason: str | None = None  # why it abstains, when the terms' coverage is not the cause
 
     @property
     def reported_value(self) -> float:
@@ -174,3 +178,8 @@ def with_vector_evidence(
     return replace(
         assessment, level="LOW", value=max(assessment.value, config.abstain_below), abstain=False
     )
+
+
+def unreadable(assessment: Assessment) -> Assessment:
+    """The cascade abstains when the records of its results could not be read."""
+    return replace(assessment, abstain=True, reason=UNREADABLE_REASON)

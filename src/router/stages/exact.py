@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from router.analysis.text import fold
 from router.package.view import ExactTarget, PackageView
 from router.stages.normalizer import NormalizedQuery
+from router.trace import DocRef
 
 if TYPE_CHECKING:
     from router.state import QueryState
@@ -72,14 +73,11 @@ def resolve_context(
     if not page:
         return []
     page_key, tab_key = fold(page), fold(tab) if tab else None
-    hits = []
-    for doc_index, doc in enumerate(package.documents):
-        if fold(doc.scope.get("page", "")) != page_key:
-            continue
-        if tab_key is not None and fold(doc.scope.get("tab", "")) != tab_key:
-            continue
-        hits.append(ExactHit(ExactTarget("document", doc_index), page, "context"))
-    return hits
+    return [
+        ExactHit(ExactTarget("document", part.first_doc + doc), page, "context")
+        for part in package.parts
+        for doc in part.partition.columns.in_scope(page_key, tab_key)
+    ]
 
 
 def exact_hits(state: QueryState) -> list[ExactHit]:
@@ -90,7 +88,7 @@ def exact_hits(state: QueryState) -> list[ExactHit]:
     if not hits and (state.features.deictic or not state.features.terms):
         context = resolve_context(package, request.focus, request.page, request.tab)
         hits = [h for h in context if h.target.doc_index in visible]
-    state.trace.stage("exact", hits=[describe_hit(package, h) for h in hits])
+    state.trace.stage("exact", hits=[describe_hit(h) for h in hits])
     return hits
 
 
@@ -100,7 +98,11 @@ def hit_section(package: PackageView, hit: ExactHit) -> int:
     return package.first_section(hit.target.doc_index) if section is None else section
 
 
-def describe_hit(package: PackageView, hit: ExactHit) -> dict[str, Any]:
-    """The hit as the trace shows it."""
-    doc = package.documents[hit.target.doc_index]
-    return {"kind": hit.target.kind, "source": hit.source, "key": hit.key, "doc": doc.semantic_id}
+def describe_hit(hit: ExactHit) -> dict[str, Any]:
+    """The hit as the trace shows it (its document's id is resolved with the response)."""
+    return {
+        "kind": hit.target.kind,
+        "source": hit.source,
+        "key": hit.key,
+        "doc": DocRef(hit.target.doc_index),
+    }

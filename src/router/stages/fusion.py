@@ -19,6 +19,7 @@ from router.checks import check_choice
 from router.config import FUSION_METHODS
 from router.stages.boosts import boost_factors, boosted, context_targets
 from router.stages.exact import hit_section
+from router.trace import SectionRef
 
 if TYPE_CHECKING:
     from router.contract import Level
@@ -179,14 +180,10 @@ def _pin_exact(state: QueryState, fused: list[Fused]) -> list[Fused]:
 
 def record_fusion(state: QueryState, fused: Sequence[Fused], k: int) -> None:
     """The fusion stage in the trace: method, sources, K and the top-K ranking."""
-    package = state.package
     state.trace.stage(
         "fusion",
         method=state.config.fusion,
         sources=source_names(state),
         top_k=k,
-        ranking=[
-            [package.sections[f.section].section_id, round(f.final, 6), dict(f.scores)]
-            for f in fused[:k]
-        ],
+        ranking=[[SectionRef(f.section), round(f.final, 6), dict(f.scores)] for f in fused[:k]],
     )

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from router.stages.exact import hit_section
+from router.trace import SectionRef
 
 if TYPE_CHECKING:
     from router.state import GraphNode, QueryState, Ranked
@@ -107,7 +108,7 @@ def graph_neighbours(state: QueryState) -> list[GraphNode]:
     )
     state.trace.stage(
         "graph",
-        seeds=[package.sections[s].section_id for s, _ in seeds],
-        nodes=[[package.sections[s].section_id, round(v, 3), via] for s, v, via in neighbours],
+        seeds=[SectionRef(s) for s, _ in seeds],
+        nodes=[[SectionRef(s), round(v, 3), via] for s, v, via in neighbours],
     )
     return neighbours

@@ -8,7 +8,7 @@ target directly, whatever the BM25 statistics say. Compiled per partition at bui
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from router.package.keywords import KEYWORD_KINDS
 from router.package.view import PackageView
@@ -21,7 +21,7 @@ _RANKS = [_KIND_RANK[kind] for kind in KEYWORD_KINDS]
 
 
 def keyword_matches(
-    package: PackageView, terms: Sequence[str], allowed: frozenset[int] | None
+    package: PackageView, terms: Sequence[str], allowed: Collection[int] | None
 ) -> list[tuple[int, float]]:
     """Sections whose whole keyword phrase is in the question, longest phrase first.
 

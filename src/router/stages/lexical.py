@@ -13,7 +13,7 @@ from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import keyword_matches
-from router.trace import TRACE_TOP_N
+from router.trace import TRACE_TOP_N, SectionRef
 
 if TYPE_CHECKING:
     from router.package.view import PackageView
@@ -41,7 +41,7 @@ async def lexical_search(state: QueryState, terms: list[str], stage_suffix: str 
     keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
-        matches=[[package.sections[s].section_id, round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
+        matches=[[SectionRef(s), round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
     )
     weights = state.block_weights
     query = query_lists(package, terms, weights, bm25_method(package))
@@ -52,9 +52,7 @@ async def lexical_search(state: QueryState, terms: list[str], stage_suffix: str 
     details = {
         "query_terms": sum(1 for t in terms if package.knows(t)),
         "fields": sorted(weights),
-        "candidates": [
-            [package.sections[s].section_id, round(v, 4)] for s, v in ranked[:TRACE_TOP_N]
-        ],
+        "candidates": [[SectionRef(s), round(v, 4)] for s, v in ranked[:TRACE_TOP_N]],
     }
     if ranking.truncated:  # the postings budget cut the scoring short
         details["truncated"] = True

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from router.errors import EmbeddingModelError
 from router.package.view import PackageView
 from router.ports import Embedder, VectorIndex
-from router.trace import TRACE_TOP_N
+from router.trace import TRACE_TOP_N, SectionRef
 from router.vectors.records import query_namespaces
 
 if TYPE_CHECKING:
@@ -94,6 +94,6 @@ async def vector_fallback(state: QueryState, embedder: Embedder, index: VectorIn
         "vector",
         model=embedder.model_id,
         level_before=state.verdict().level,
-        matches=[[package.sections[s].section_id, round(v, 4)] for s, v in visible[:TRACE_TOP_N]],
+        matches=[[SectionRef(s), round(v, 4)] for s, v in visible[:TRACE_TOP_N]],
     )
     return visible

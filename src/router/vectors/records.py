@@ -7,10 +7,8 @@ version is in every record's metadata and every query's filter, so one version i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from router.knowledge.model import ALL_TENANTS, Section
-from router.package.reader import KnowledgePackage, Partition
+from router.knowledge.model import ALL_TENANTS
+from router.package.reader import KnowledgePackage
 from router.ports import VectorRecord
 
 __all__ = ["SHARED_NAMESPACE", "namespace_for", "query_namespaces", "section_records", "vector_id"]
@@ -32,16 +30,21 @@ def vector_id(version: str, section: int) -> str:
     return f"{version}:{section}"
 
 
-def section_records(package: KnowledgePackage) -> list[VectorRecord]:
+async def section_records(package: KnowledgePackage) -> list[VectorRecord]:
     """Every section vector of the package with its namespace and metadata; ids number the
-    sections package-wide (the partitions in order, ``PackageView.view_section``)."""
+    sections package-wide (the partitions in order, ``PackageView.view_section``). Reads every
+    document record: a publish step, never a query."""
     if not package.has_vectors:
         return []
+    catalog = await package.read_catalog()
+    rows = [
+        (partition, local)
+        for partition in package.partitions
+        for local in range(partition.section_count)
+    ]
     records = []
-    index = -1
-    for partition, local, section in _sections_with_vectors(package):
-        index += 1
-        doc = partition.documents[partition.section_doc[local]]
+    for index, ((partition, local), section) in enumerate(zip(rows, catalog.sections, strict=True)):
+        doc = catalog.documents[catalog.section_doc[index]]
         assert partition.vectors is not None
         records.append(
             VectorRecord(
@@ -58,9 +61,3 @@ def section_records(package: KnowledgePackage) -> list[VectorRecord]:
             )
         )
     return records
-
-
-def _sections_with_vectors(package: KnowledgePackage) -> Iterator[tuple[Partition, int, Section]]:
-    for partition in package.partitions:
-        for local, section in enumerate(partition.sections):
-            yield partition, local, section

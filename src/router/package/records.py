@@ -1,0 +1,194 @@
+"""Document records: what a response shows of a document and its sections, read per query.
+
+Why not resident (index format 3, docs/adr/0010 §3): a document's title, path, facts, metadata
+and its sections' ids, headings, links and flags are needed only for the handful of documents a
+response shows, cites or names in its trace, yet decoded for a whole knowledge base they were
+most of the isolate's heap. So each document is one JSON record, packed in document order into
+chunk files of about 16 KiB with the layout of the section texts (``records.bin`` + ``records-
+<c>.bin``, ``router.package.texts``), and a query fetches the chunks of the documents it needs —
+concurrently, one round trip — verified against the manifest. The isolate keeps the records it
+decoded recently in a small LRU (``DEFAULT_RECORD_CACHE``); a query holds its own records for as
+long as it runs, so another query's reads never evict them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from router.errors import PackageFormatError
+from router.knowledge.model import Document, Link, Section
+from router.package.partitions import partition_file
+from router.package.text_store import ChunkFetcher, SectionTexts, TextReads
+from router.package.texts import TEXT_CHUNK_BYTES, TextIndex, decode_text_index, encode_texts
+
+__all__ = [
+    "DEFAULT_RECORD_CACHE",
+    "RECORDS_INDEX_NAME",
+    "RECORDS_STEM",
+    "DocumentRecords",
+    "decode_record",
+    "encode_records",
+    "record_of",
+    "records_in_files",
+]
+
+RECORDS_STEM = "records"
+RECORDS_INDEX_NAME = f"{RECORDS_STEM}.bin"
+DEFAULT_RECORD_CACHE = 2048
+"""Decoded documents an isolate keeps per partition between queries."""
+
+
+def record_of(doc: Document, flags: Sequence[Sequence[str]], metadata: Any) -> dict[str, Any]:
+    """The record of one document: its fields and its sections' (not their texts);
+    ``flags[i]`` are the flags of its section ``i``, ``metadata`` its JSON-safe metadata."""
+    return {
+        "id": doc.semantic_id,
+        "title": doc.title,
+        "path": doc.path,
+        "description": doc.description,
+        "keywords": doc.keywords,
+        "aliases": doc.aliases,
+        "tenant": doc.tenant,
+        "trust": doc.trust,
+        "status": doc.status,
+        "version": doc.version,
+        "created_at": doc.created_at,
+        "updated_at": doc.updated_at,
+        "valid_from": doc.valid_from,
+        "valid_until": doc.valid_until,
+        "scope": doc.scope,
+        "facts": doc.facts,
+        "metadata": metadata,
+        "sections": [
+            {
+                "id": section.section_id,
+                "heading": section.heading,
+                "level": section.level,
+                "line": section.line,
+                "explicit": section.explicit_id,
+                "links": [[link.target, link.label] for link in section.links],
+                "flags": list(section_flags),
+            }
+            for section, section_flags in zip(doc.sections, flags, strict=True)
+        ],
+    }
+
+
+def encode_records(records: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
+    """``records.bin`` and its chunk files, one canonical JSON item per document (sorted keys,
+    so equal content gives equal bytes), in order."""
+    items = [
+        json.dumps(r, ensure_ascii=False, sort_keys=True, separators=(",", ":")) for r in records
+    ]
+    return encode_texts(items, TEXT_CHUNK_BYTES, RECORDS_STEM)
+
+
+def decode_record(item: str) -> Document:
+    """A ``Document`` (section texts empty: they are read apart) from its record."""
+    try:
+        data = json.loads(item)
+        sections = [
+            Section(
+                section_id=s["id"],
+                heading=s["heading"],
+                level=s["level"],
+                text="",
+                line=s["line"],
+                explicit_id=s["explicit"],
+                links=[Link(s["id"], target, label, s["line"]) for target, label in s["links"]],
+                flags=list(s["flags"]),
+            )
+            for s in data["sections"]
+        ]
+        return Document(
+            semantic_id=data["id"],
+            title=data["title"],
+            path=data["path"],
+            description=data["description"],
+            keywords=data["keywords"],
+            aliases=data["aliases"],
+            tenant=data["tenant"],
+            trust=data["trust"],
+            status=data["status"],
+            version=data["version"],
+            created_at=data["created_at"],
+            updated_at=data["updated_at"],
+            valid_from=data["valid_from"],
+            valid_until=data["valid_until"],
+            scope=data["scope"],
+            facts=data["facts"],
+            metadata=data["metadata"],
+            sections=sections,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PackageFormatError(f"a document record is malformed: {exc!r}") from exc
+
+
+def records_in_files(files: Mapping[str, bytes], partition: str) -> list[dict[str, Any]]:
+    """Every record of one partition, as JSON objects, from a package's files (publish)."""
+    index = decode_text_index(files[partition_file(partition, RECORDS_INDEX_NAME)], RECORDS_STEM)
+    records = []
+    for chunk, name in enumerate(index.chunk_names()):
+        blob = files[partition_file(partition, name)]
+        for doc in range(index.first[chunk], index.first[chunk + 1]):
+            try:
+                records.append(json.loads(index.text(doc, blob)))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise PackageFormatError(f"{partition}: record {doc} is malformed") from exc
+    return records
+
+
+class DocumentRecords:
+    """Document index → ``Document``, for the documents asked for, through the chunk store and
+    a small LRU of decoded documents."""
+
+    def __init__(
+        self,
+        index: TextIndex,
+        fetch: ChunkFetcher,
+        chunk_budget_bytes: int,
+        cache_entries: int = DEFAULT_RECORD_CACHE,
+    ) -> None:
+        self.index = index
+        self._fetch = fetch
+        self._chunks = SectionTexts(index, fetch, chunk_budget_bytes)
+        self._decoded: OrderedDict[int, Document] = OrderedDict()
+        self._entries = cache_entries
+
+    @property
+    def documents(self) -> int:
+        return self.index.sections
+
+    async def read_all(self) -> list[Document]:
+        """Every document, its chunks read one after the other and not cached (publish and
+        diagnostics read a whole version; a query never does)."""
+        documents = []
+        for chunk, name in enumerate(self.index.chunk_names()):
+            blob = await self._fetch(name)
+            for doc in range(self.index.first[chunk], self.index.first[chunk + 1]):
+                documents.append(decode_record(self.index.text(doc, blob)))
+        return documents
+
+    async def load(self, docs: Iterable[int]) -> tuple[dict[int, Document], TextReads]:
+        """The documents ``docs`` (partition-local indices) and what reading them cost."""
+        wanted = sorted(set(docs))
+        found: dict[int, Document] = {}
+        for doc in wanted:
+            held = self._decoded.get(doc)
+            if held is not None:
+                self._decoded.move_to_end(doc)
+                found[doc] = held
+        missing = [d for d in wanted if d not in found]
+        if not missing:
+            return found, TextReads(len(wanted), 0, 0, 0)
+        items, cost = await self._chunks.load(missing)
+        for doc, item in items.items():
+            found[doc] = self._decoded[doc] = decode_record(item)
+        while len(self._decoded) > self._entries:
+            self._decoded.popitem(last=False)
+        return found, TextReads(
+            len(wanted), cost.chunks_fetched, cost.bytes_fetched, cost.round_trips
+        )

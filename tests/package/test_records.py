@@ -1,0 +1,140 @@
+"""Documents leave the resident set: columns for the filters, records fetched per response."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+
+import pytest
+
+from router.compile.build import BuildResult
+from router.contract import QueryRequest
+from router.errors import PackageFormatError
+from router.knowledge.model import Document, Section
+from router.package.doc_columns import decode_columns, encode_columns
+from router.package.reader import load_package
+from router.pipeline import CascadeServices, run_cascade, run_query
+from router.stages.filters import Visibility, visible_documents, visible_sections
+from tests.common import ALFA, TODAY, catalog_of, with_all_records
+
+DAYS = ["1999-01-01", "2024-12-31", "2025-06-30", TODAY, "2031-01-01"]
+
+
+def _doc(index: int, **fields: object) -> Document:
+    sections = [Section(f"d{index}#s{s}", "h", 2, "", 1) for s in range(index % 3 + 1)]
+    return Document(semantic_id=f"d{index}", title="t", path="p", sections=sections, **fields)  # type: ignore[arg-type]
+
+
+def test_columns_round_trip_and_answer_the_filters_as_the_documents_do() -> None:
+    docs = [
+        _doc(0),
+        _doc(1, valid_from="2025-01-01", valid_until="2025-12-31", trust="draft"),
+        _doc(2, status="archived", scope={"page": "Permissões", "tab": "Componentes"}),
+        _doc(3, trust="deprecated", valid_until="2024-12-31", scope={"page": "permissoes"}),
+        _doc(4, valid_from="2026-06-15"),
+    ]
+    columns = decode_columns(encode_columns(docs))
+    assert columns.documents == 5 and columns.sections == sum(len(d.sections) for d in docs)
+    assert list(columns.first) == [0, 1, 3, 6, 7, 9]
+    assert [columns.trust(i) for i in range(5)] == [d.trust for d in docs]
+    assert columns.in_scope("permissoes", None) == [2, 3]
+    assert columns.in_scope("permissoes", "componentes") == [2] and not columns.in_scope("x", None)
+    for day in DAYS:
+        for deprecated in (False, True):
+            rule = Visibility(None, day, deprecated)
+            day_number = dt.date.fromisoformat(day).toordinal()
+            assert list(columns.visible(day_number, deprecated)) == [rule.admits(d) for d in docs]
+
+
+def test_a_malformed_docs_file_is_refused() -> None:
+    blob = encode_columns([_doc(0), _doc(1)])
+    for broken in (blob[:12], b"KRDOCS99" + blob[8:], blob + b"\0", blob[:-2] + b"!]"):
+        with pytest.raises(PackageFormatError):
+            decode_columns(broken)
+
+
+def test_visibility_masks_equal_the_document_rule_in_every_view(built: BuildResult) -> None:
+    files = built.package.files()
+    package = load_package(files["manifest.json"], files.__getitem__)
+    for tenant in (None, ALFA):
+        view = with_all_records(package.view(tenant))
+        documents = list(view.documents)
+        assert {d.tenant for d in documents} <= {"*", tenant}
+        for day in DAYS:
+            for deprecated in (False, True):
+                rule = Visibility(tenant, day, deprecated)
+                docs = visible_documents(view, rule)
+                sections = visible_sections(view, rule)
+                admitted = [rule.admits(d) for d in documents]
+                assert [d in docs for d in range(view.doc_count)] == admitted
+                expected = [admitted[view.section_doc[s]] for s in range(view.num_sections)]
+                if sections is None:
+                    assert all(expected)
+                else:
+                    assert [s in sections for s in range(view.num_sections)] == expected
+
+
+def test_loading_reads_no_record_and_a_query_reads_only_the_records_it_shows(
+    built: BuildResult,
+) -> None:
+    files = built.package.files()
+    fetched: list[str] = []
+
+    async def fetch_chunk(name: str) -> bytes:
+        fetched.append(name)
+        return files[name]
+
+    def fetch(name: str) -> bytes:
+        assert ".records-" not in name, "a record chunk was read at load"
+        return files[name]
+
+    package = load_package(files["manifest.json"], fetch, fetch_chunk=fetch_chunk)
+    assert not fetched
+    response = run_query(package, QueryRequest(query="validade da APR"), today=TODAY)
+    records = [name for name in fetched if ".records-" in name]
+    trace = response.trace["stages"]["records"]
+    all_records = [name for name in files if ".records-" in name]
+    assert 0 < len(records) == trace["chunks_fetched"] < len(all_records)
+    assert trace["round_trips"] == 1 and trace["bytes_fetched"] > 0
+    assert trace["documents"] <= 10 * 5  # bounded: shown, quoted, fact candidates, trace names
+    shown = {r.doc_id for r in response.results}
+    catalog = catalog_of(package)
+    assert shown <= {d.semantic_id for d in catalog.documents} and response.results
+    again = run_query(package, QueryRequest(query="validade da APR"), today=TODAY)
+    assert again.trace["stages"]["records"]["chunks_fetched"] == 0  # held by the isolate
+    assert again.results == response.results
+
+
+def test_trace_references_resolve_to_the_ids_of_the_ranked_sections(built: BuildResult) -> None:
+    files = built.package.files()
+    package = load_package(files["manifest.json"], files.__getitem__)
+    response = run_query(package, QueryRequest(query="apr.validity"), today=TODAY)
+    stages = response.trace["stages"]
+    assert stages["exact"]["hits"][0]["doc"] == response.results[0].doc_id == "apr.validity"
+    ranking = [row[0] for row in stages["fusion"]["ranking"]]
+    assert ranking == [r.section_id for r in response.results]
+    assert all(isinstance(row[0], str) for row in stages["bm25"]["candidates"])
+
+
+def test_unreadable_records_make_the_query_abstain_and_never_fail(built: BuildResult) -> None:
+    files = dict(built.package.files())
+    for name in [n for n in files if ".records-" in n]:
+        files[name] = files[name][:-1] + b"?"
+    package = load_package(files["manifest.json"], files.__getitem__)
+    request = QueryRequest(query="O que é APR?")
+    response = asyncio.run(run_cascade(package, request, None, CascadeServices(), TODAY))
+    assert response.abstained and response.results == [] and response.citations == []
+    assert "could not be read" in (response.abstention_reason or "")
+    assert response.trace["stages"]["records"]["error"] == "package_integrity"
+    assert response.trace["stages"]["bm25"]["candidates"][0][0] is None  # no id to show
+
+
+def test_a_view_refuses_to_read_a_record_the_query_did_not_load(built: BuildResult) -> None:
+    files = built.package.files()
+    view = load_package(files["manifest.json"], files.__getitem__).view(None)
+    with pytest.raises(LookupError):
+        view.documents[0]
+    loaded = with_all_records(view)
+    assert dataclasses.replace(loaded).documents[0].semantic_id
+    assert view.loaded == {}  # loading gave a new view; the shared one holds no records
