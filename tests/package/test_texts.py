@@ -75,8 +75,8 @@ def test_the_package_keeps_no_section_text_resident(built: BuildResult) -> None:
     }
     got = {}
     first_global = 0
+    assert package.partitions[0].texts.cached_bytes == 0  # one cache for every partition
     for partition in package.partitions:  # every partition's texts, each read from its chunks
-        assert partition.texts.cached_bytes == 0
         texts, _ = run_sync(partition.texts.load(range(partition.section_count)))
         for local in range(partition.section_count):
             index = first_global + local
@@ -116,3 +116,30 @@ def test_a_corrupt_chunk_degrades_the_answer_and_never_fails_the_query(built: Bu
     assert response.results[0].doc_id == "apr"  # the ranking still stands
     assert response.trace["stages"]["texts"]["error"] == "package_integrity"
     assert response.context and all(c.text == "" for c in response.context.relevant_chunks)
+
+
+def test_every_partition_shares_one_chunk_budget(built: BuildResult) -> None:
+    files = built.package.files()
+    fetched: list[str] = []
+
+    async def fetch_chunk(name: str) -> bytes:
+        fetched.append(name)
+        return files[name]
+
+    budget = 8_000
+    package = load_package(
+        files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk, text_cache_bytes=budget
+    )
+    shared, *tenants = package.partitions
+    last = shared.section_count - 1
+    run_sync(shared.texts.load([last]))
+    assert len(fetched) == 1
+    for partition in tenants:  # every tenant's texts and records, more than the budget
+        run_sync(partition.texts.load(range(partition.section_count)))
+        run_sync(partition.records.load(range(partition.doc_count)))
+    assert sum(len(files[name]) for name in fetched[1:]) > budget
+    chunk = max(len(b) for n, b in files.items() if ".texts-" in n or ".records-" in n)
+    assert shared.texts.cached_bytes <= budget + chunk  # one budget, not one per tenant
+    before = len(fetched)
+    run_sync(shared.texts.load([last]))
+    assert len(fetched) == before + 1  # the tenants' reads pushed the shared chunk out

@@ -26,12 +26,18 @@ from router.package.partitions import (
     partition_file,
     partition_key,
 )
-from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM, DocumentRecords
+from router.package.records import (
+    RECORDS_INDEX_NAME,
+    RECORDS_STEM,
+    DocumentRecords,
+    RecordCache,
+)
 from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
 from router.package.shards import decode_directory
 from router.package.term_index import TermIndex, decode_terms
 from router.package.text_store import (
     DEFAULT_TEXT_CACHE_BYTES,
+    ChunkCache,
     ChunkFetcher,
     SectionTexts,
 )
@@ -156,6 +162,16 @@ class KnowledgePackage(VersionFacts):
         return int((self.manifest.embedding or {}).get("dimensions", 0))
 
 
+@dataclass(frozen=True)
+class _Caches:
+    """The per-isolate caches of one package, shared by its partitions: one byte budget each,
+    however many tenants the package has."""
+
+    shards: ShardCache
+    chunks: ChunkCache
+    records: RecordCache
+
+
 def load_package(
     manifest_blob: bytes,
     fetch: ArtifactFetcher,
@@ -180,9 +196,9 @@ def load_package(
         for name in manifest.names_to_read(with_vectors=with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
-    shard_cache = ShardCache(shard_cache_bytes)
+    caches = _Caches(ShardCache(shard_cache_bytes), ChunkCache(text_cache_bytes), RecordCache())
     partitions = [
-        _decode_partition(manifest, entry, blobs, read_chunk, text_cache_bytes, shard_cache)
+        _decode_partition(manifest, entry, blobs, read_chunk, caches)
         for entry in manifest.partitions
     ]
     return KnowledgePackage(
@@ -197,8 +213,7 @@ def _decode_partition(
     entry: PartitionEntry,
     blobs: dict[str, bytes],
     read_chunk: ChunkFetcher,
-    text_cache_bytes: int,
-    shard_cache: ShardCache,
+    caches: _Caches,
 ) -> Partition:
     """One partition's files, checked against each other and against the manifest."""
 
@@ -252,15 +267,17 @@ def _decode_partition(
     return Partition(
         entry=entry,
         columns=columns,
-        records=DocumentRecords(record_index, read_own_chunk, text_cache_bytes),
+        records=DocumentRecords(
+            record_index, read_own_chunk, entry.key, caches.chunks, caches.records
+        ),
         term_ids=terms,
-        postings=PartitionShards(entry.key, directory, read_chunk, shard_cache),
+        postings=PartitionShards(entry.key, directory, read_chunk, caches.shards),
         exact=exact,
         keywords=decode_keywords(blob("keywords.bin")),
         graph=decode_graph(blob("graph.bin")),
         lexicon=lexicon,
         surface_words=surface,
-        texts=SectionTexts(text_index, read_own_chunk, text_cache_bytes),
+        texts=SectionTexts(text_index, read_own_chunk, cache=caches.chunks, owner=entry.key),
         synonyms=synonyms,
         vectors=vectors,
     )

@@ -21,7 +21,7 @@ from typing import Any
 from router.errors import PackageFormatError
 from router.knowledge.model import Document, Link, Section
 from router.package.partitions import partition_file
-from router.package.text_store import ChunkFetcher, SectionTexts, TextReads
+from router.package.text_store import ChunkCache, ChunkFetcher, SectionTexts, TextReads
 from router.package.texts import TEXT_CHUNK_BYTES, TextIndex, decode_text_index, encode_texts
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "RECORDS_INDEX_NAME",
     "RECORDS_STEM",
     "DocumentRecords",
+    "RecordCache",
     "decode_record",
     "encode_records",
     "record_of",
@@ -38,7 +39,7 @@ __all__ = [
 RECORDS_STEM = "records"
 RECORDS_INDEX_NAME = f"{RECORDS_STEM}.bin"
 DEFAULT_RECORD_CACHE = 2048
-"""Decoded documents an isolate keeps per partition between queries."""
+"""Decoded documents an isolate keeps between queries, for the whole package."""
 
 
 def record_of(doc: Document, flags: Sequence[Sequence[str]], metadata: Any) -> dict[str, Any]:
@@ -141,22 +142,45 @@ def records_in_files(files: Mapping[str, bytes], partition: str) -> list[dict[st
     return records
 
 
+class RecordCache:
+    """Decoded documents of one package (every partition), least recently used dropped first."""
+
+    def __init__(self, entries: int = DEFAULT_RECORD_CACHE) -> None:
+        self._entries = entries
+        self._held: OrderedDict[tuple[str, int], Document] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def get(self, key: tuple[str, int]) -> Document | None:
+        found = self._held.get(key)
+        if found is not None:
+            self._held.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, int], doc: Document) -> None:
+        self._held[key] = doc
+        while len(self._held) > self._entries:
+            self._held.popitem(last=False)
+
+
 class DocumentRecords:
-    """Document index → ``Document``, for the documents asked for, through the chunk store and
-    a small LRU of decoded documents."""
+    """One partition's document index → ``Document``, for the documents asked for, through the
+    package's chunk cache and its cache of decoded documents."""
 
     def __init__(
         self,
         index: TextIndex,
         fetch: ChunkFetcher,
-        chunk_budget_bytes: int,
-        cache_entries: int = DEFAULT_RECORD_CACHE,
+        owner: str,
+        chunks: ChunkCache,
+        decoded: RecordCache,
     ) -> None:
         self.index = index
         self._fetch = fetch
-        self._chunks = SectionTexts(index, fetch, chunk_budget_bytes)
-        self._decoded: OrderedDict[int, Document] = OrderedDict()
-        self._entries = cache_entries
+        self._owner = owner
+        self._chunks = SectionTexts(index, fetch, cache=chunks, owner=owner)
+        self._decoded = decoded
 
     @property
     def documents(self) -> int:
@@ -177,18 +201,16 @@ class DocumentRecords:
         wanted = sorted(set(docs))
         found: dict[int, Document] = {}
         for doc in wanted:
-            held = self._decoded.get(doc)
+            held = self._decoded.get((self._owner, doc))
             if held is not None:
-                self._decoded.move_to_end(doc)
                 found[doc] = held
         missing = [d for d in wanted if d not in found]
         if not missing:
             return found, TextReads(len(wanted), 0, 0, 0)
         items, cost = await self._chunks.load(missing)
         for doc, item in items.items():
-            found[doc] = self._decoded[doc] = decode_record(item)
-        while len(self._decoded) > self._entries:
-            self._decoded.popitem(last=False)
+            found[doc] = decode_record(item)
+            self._decoded.put((self._owner, doc), found[doc])
         return found, TextReads(
             len(wanted), cost.chunks_fetched, cost.bytes_fetched, cost.round_trips
         )

@@ -18,6 +18,7 @@ from router.package.texts import TextIndex, chunk_name
 
 __all__ = [
     "DEFAULT_TEXT_CACHE_BYTES",
+    "ChunkCache",
     "ChunkFetcher",
     "SectionTexts",
     "TextReads",
@@ -25,7 +26,8 @@ __all__ = [
 ]
 
 DEFAULT_TEXT_CACHE_BYTES = 4 * 1024 * 1024
-"""Chunk bytes an isolate keeps between queries (about 256 chunks of 16 KiB)."""
+"""Chunk bytes an isolate keeps between queries, for the whole package (about 256 chunks of
+16 KiB, texts and records of every partition together)."""
 
 ChunkFetcher = Callable[[str], Awaitable[bytes]]
 """``fetch(name)``: the verified bytes of one chunk file of this package."""
@@ -42,32 +44,73 @@ class TextReads:
     round_trips: int
 
 
-class SectionTexts:
-    """Section index → text, for the sections asked for, through a small LRU of chunks."""
+class ChunkCache:
+    """Chunk bytes of one package — every partition's texts and records — least recently used
+    dropped first, so the isolate's budget does not grow with the number of tenants."""
 
-    def __init__(
-        self, index: TextIndex, fetch: ChunkFetcher, budget_bytes: int = DEFAULT_TEXT_CACHE_BYTES
-    ) -> None:
-        self.index = index
-        self._fetch = fetch
+    def __init__(self, budget_bytes: int = DEFAULT_TEXT_CACHE_BYTES) -> None:
         self._budget = budget_bytes
-        self._chunks: OrderedDict[int, bytes] = OrderedDict()
+        self._chunks: OrderedDict[str, bytes] = OrderedDict()
         self._held = 0
 
     @property
     def cached_bytes(self) -> int:
         return self._held
 
+    def get(self, key: str) -> bytes | None:
+        found = self._chunks.get(key)
+        if found is not None:  # used again: the least recently used are dropped first
+            self._chunks.move_to_end(key)
+        return found
+
+    def put(self, key: str, blob: bytes) -> None:
+        """Hold a chunk; past the budget drop the oldest (the caller keeps its own reference
+        to the chunks it is reading, so dropping never breaks a read in progress)."""
+        self._chunks[key] = blob
+        self._held += len(blob)
+        while self._held > self._budget and len(self._chunks) > 1:
+            _, dropped = self._chunks.popitem(last=False)
+            self._held -= len(dropped)
+
+
+class SectionTexts:
+    """Item index → text (a section's text, or a document's record), for the items asked for,
+    through the package's chunk cache."""
+
+    def __init__(
+        self,
+        index: TextIndex,
+        fetch: ChunkFetcher,
+        budget_bytes: int = DEFAULT_TEXT_CACHE_BYTES,
+        *,
+        cache: ChunkCache | None = None,
+        owner: str = "",
+    ) -> None:
+        self.index = index
+        self._fetch = fetch
+        self._cache = cache if cache is not None else ChunkCache(budget_bytes)
+        self._owner = owner  # the partition: chunk names repeat across partitions
+
+    @property
+    def cached_bytes(self) -> int:
+        """What the chunk cache holds (the whole package's, when it is shared)."""
+        return self._cache.cached_bytes
+
+    def _key(self, chunk: int) -> str:
+        return f"{self._owner}/{chunk_name(chunk, self.index.stem)}"
+
     async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], TextReads]:
         """The texts of ``sections`` and what reading them cost."""
         wanted = sorted(set(sections))
         chunk_ids = sorted({self.index.chunk_of(s) for s in wanted})
-        held = {c: self._chunks[c] for c in chunk_ids if c in self._chunks}
-        for chunk in held:  # used again: the least recently used are dropped first
-            self._chunks.move_to_end(chunk)
+        held: dict[int, bytes] = {}
+        for chunk in chunk_ids:
+            blob = self._cache.get(self._key(chunk))
+            if blob is not None:
+                held[chunk] = blob
         fetched = await self._fetch_all([c for c in chunk_ids if c not in held])
         for chunk, blob in fetched.items():
-            self._remember(chunk, blob)
+            self._cache.put(self._key(chunk), blob)
         chunks = {**held, **fetched}
         texts = {s: self.index.text(s, chunks[self.index.chunk_of(s)]) for s in wanted}
         cost = TextReads(
@@ -87,13 +130,6 @@ class SectionTexts:
         else:  # driven without an event loop (run_sync): the fetches never suspend
             blobs = [await self._fetch(name) for name in names]
         return dict(zip(chunk_ids, blobs, strict=True))
-
-    def _remember(self, chunk: int, blob: bytes) -> None:
-        self._chunks[chunk] = blob
-        self._held += len(blob)
-        while self._held > self._budget and len(self._chunks) > 1:
-            _, dropped = self._chunks.popitem(last=False)
-            self._held -= len(dropped)
 
 
 def loop_running() -> bool:
