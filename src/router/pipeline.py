@@ -32,7 +32,7 @@ from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
-from router.stages.records import load_records, needed_documents
+from router.stages.records import early_sections, load_records, needed_documents
 from router.stages.texts import load_texts, quoted_sections
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
@@ -117,7 +117,8 @@ async def run_cascade(
     )
     record_fusion(state, fused, k)
     shown = fused[:k]
-    if not await load_records(state, needed_documents(state, shown, fused)):
+    early = early_sections(state, shown, fused)
+    if not await load_records(state, needed_documents(state, shown, fused), early):
         state.assessment = verdict = unreadable(verdict)
         fused = shown = []
     fact = pick_fact(state, fused)

@@ -11,20 +11,33 @@ never fails it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from router.errors import RouterError
+from router.knowledge.model import Document
+from router.package.text_store import TextReads, loop_running
 from router.stages.answer import FACT_DOCS_CONSIDERED
 
 if TYPE_CHECKING:
     from router.stages.fusion import Fused
     from router.state import QueryState
 
-__all__ = ["load_records", "needed_documents"]
+__all__ = ["early_sections", "load_records", "needed_documents"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
+
+
+def early_sections(state: QueryState, shown: Sequence[Fused], fused: Sequence[Fused]) -> list[int]:
+    """Sections whose texts are read with the records: the shown ones and those an extractive
+    answer quotes (the fact's other sections, known only once its record is read, come later)."""
+    sections = {f.section for f in shown}
+    sections.update(f.section for f in fused[: state.config.answer_sections])
+    return sorted(sections)
 
 
 def needed_documents(state: QueryState, shown: Sequence[Fused], fused: Sequence[Fused]) -> set[int]:
@@ -47,21 +60,52 @@ def needed_documents(state: QueryState, shown: Sequence[Fused], fused: Sequence[
     return docs
 
 
-async def load_records(state: QueryState, docs: set[int]) -> bool:
-    """Make the records of ``docs`` readable through ``state.package``; traced as ``records``
-    with what the read cost. False when the store could not give them."""
-    try:
-        found, cost = await state.package.load_records(docs)
-    except RouterError as exc:
-        log.error("document records of %s unreadable: %s", state.package.version, exc.message)
-        state.trace.stage("records", documents=len(docs), error=exc.code)
+async def load_records(state: QueryState, docs: set[int], sections: Sequence[int]) -> bool:
+    """Make the records of ``docs`` readable through ``state.package`` and read the texts of
+    ``sections`` (those the response shows and quotes) in the same round trip, into
+    ``state.texts``; traced as ``records`` with what both reads cost. False when the records
+    could not be read (a failed text read is left to the texts stage to report)."""
+    view = state.package
+    jobs = [view.load_records(docs), view.texts.load(sections)]
+    if loop_running():
+        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+    else:  # driven without an event loop (run_sync): the reads never suspend
+        outcomes = [await _outcome(job) for job in jobs]
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, RouterError):
+            raise outcome
+    records, texts = outcomes
+    if isinstance(records, RouterError):
+        log.error("document records of %s unreadable: %s", view.version, records.message)
+        state.trace.stage("records", documents=len(docs), error=records.code)
         return False
-    state.package = state.package.with_records(found)
+    found, cost = cast("tuple[dict[int, Document], TextReads]", records)
+    state.package = view.with_records(found)
+    details: dict[str, Any] = {"documents": cost.sections}
+    if isinstance(texts, RouterError):
+        details["texts_error"] = texts.code
+    else:
+        quoted, text_cost = cast("tuple[dict[int, str], TextReads]", texts)
+        state.texts.update(quoted)
+        details["texts"] = text_cost.sections
+        cost = TextReads(
+            cost.sections,
+            cost.chunks_fetched + text_cost.chunks_fetched,
+            cost.bytes_fetched + text_cost.bytes_fetched,
+            max(cost.round_trips, text_cost.round_trips),  # fetched concurrently
+        )
     state.trace.stage(
         "records",
-        documents=cost.sections,
+        **details,
         chunks_fetched=cost.chunks_fetched,
         bytes_fetched=cost.bytes_fetched,
         round_trips=cost.round_trips,
     )
     return True
+
+
+async def _outcome(job: Awaitable[T]) -> T | RouterError:
+    try:
+        return await job
+    except RouterError as exc:
+        return exc

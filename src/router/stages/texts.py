@@ -37,21 +37,23 @@ def quoted_sections(
 
 
 async def load_texts(state: QueryState, sections: list[int]) -> dict[int, str]:
-    """The texts of ``sections``; traced as ``texts`` with what the read cost."""
+    """The texts of ``sections``, with those the records stage already read; traced as
+    ``texts`` with what reading the others cost."""
     if not sections:
         state.trace.skip("texts", "nothing to quote")
-        return {}
+        return state.texts
+    missing = [s for s in sections if s not in state.texts]
     try:
-        texts, cost = await state.package.texts.load(sections)
+        texts, cost = await state.package.texts.load(missing)
     except RouterError as exc:
         log.error("section texts of %s unreadable: %s", state.package.version, exc.message)
         state.trace.stage("texts", sections=len(sections), error=exc.code)
-        return {}
+        return state.texts
     state.trace.stage(
         "texts",
-        sections=cost.sections,
+        sections=len(sections),
         chunks_fetched=cost.chunks_fetched,
         bytes_fetched=cost.bytes_fetched,
         round_trips=cost.round_trips,
     )
-    return texts
+    return {**state.texts, **texts}
