@@ -10,6 +10,7 @@ state it reads and fills is ``router.state.QueryState``; the response shape is
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,8 +18,11 @@ from dataclasses import dataclass
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
 from router.deferral import Defer
+from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
+from router.package.shard_store import ShardReads
+from router.package.text_store import TextReads, loop_running
 from router.ports import Embedder, Generator, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.stages.answer import choose_answer, pick_fact
@@ -26,7 +30,7 @@ from router.stages.cache import QueryCache, look_up
 from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
-from router.stages.exact import exact_hits
+from router.stages.exact import exact_hits, look_up_keys
 from router.stages.fusion import fuse_candidates, record_fusion
 from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
@@ -96,8 +100,9 @@ async def run_cascade(
             return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
         cache_key = lookup.key
 
-    state.exact = exact_hits(state)
-    state.lexical = await lexical_search(state, features.terms)
+    exact_reads, shard_reads = await _first_reads(state)
+    state.exact = exact_hits(state, exact_reads)
+    state.lexical = await lexical_search(state, features.terms, prefetched=shard_reads)
     if state.exact:
         trace.skip("corrective", "exact hit")
     elif not config.corrective_expansion:
@@ -131,6 +136,16 @@ async def run_cascade(
     if services.cache is not None and cache_key is not None:
         await services.cache.put(cache_key, response.model_dump(mode="json"), services.defer)
     return response
+
+
+async def _first_reads(state: QueryState) -> tuple[TextReads | RouterError, ShardReads]:
+    """The exact keys and the posting shards of the query, fetched concurrently: a cold query's
+    one round trip before scoring (the directories are resident)."""
+    exact = look_up_keys(state)
+    shards = state.package.load_postings(state.features.terms)
+    if loop_running():
+        return await asyncio.gather(exact, shards)
+    return await exact, await shards
 
 
 async def _vector_stage(state: QueryState, services: CascadeServices) -> list[tuple[int, float]]:

@@ -25,7 +25,7 @@ from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
 from router.package.doc_columns import DOCS_NAME, encode_columns
-from router.package.exact_keys import encode_exact
+from router.package.exact_chunks import encode_exact_chunks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.graph_table import encode_graph
 from router.package.keywords import encode_keywords
@@ -264,7 +264,7 @@ def _compile_partition(
         "terms.bin": encode_terms(terms),
         "lexicon.json": dumps_json(lexicon),
         "postings.bin": directory,
-        "exact.bin": encode_exact(documents),
+        **encode_exact_chunks(documents),
         "keywords.bin": encode_keywords(
             documents, analyzer.terms, vocabulary, first_section, resolve
         ),

@@ -1,4 +1,7 @@
-"""Encoder and decoder of ``exact.bin``: a partition's exact keys, compiled (docs/index-format.md).
+"""Encoder and decoder of an exact-key table: a range of a partition's exact keys, compiled.
+
+The keys of a partition are cut into such tables (chunks ``x-<hash>.bin``), listed by the
+resident directory ``exact.bin`` (``router.package.exact_chunks``, docs/index-format.md).
 
 Why compiled: the exact stage resolves a folded id, section id, alias, title or fact address to
 its targets. Built at query time from the catalog, that map cost ~40 MiB at 100k sections (a
@@ -20,7 +23,7 @@ looked up by binary search — a few bytes a key, nothing built on a cold isolat
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from router.analysis.text import fold
@@ -28,7 +31,14 @@ from router.errors import PackageFormatError
 from router.knowledge.model import Document
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 
-__all__ = ["EXACT_KINDS", "ExactKeys", "LocalTarget", "decode_exact", "encode_exact"]
+__all__ = [
+    "EXACT_KINDS",
+    "ExactKeys",
+    "LocalTarget",
+    "decode_exact",
+    "encode_table",
+    "exact_keys_of",
+]
 
 EXACT_KINDS = ("document", "title", "alias", "fact", "section")
 _NONE = 0xFFFFFFFF
@@ -39,7 +49,7 @@ LocalTarget = tuple[str, int, int | None, str | None]
 """(kind, partition-local document, partition-local section or None, fact name or None)."""
 
 
-def _targets(documents: Sequence[Document]) -> dict[str, list[LocalTarget]]:
+def exact_keys_of(documents: Sequence[Document]) -> dict[str, list[LocalTarget]]:
     """Folded key → targets, in document order (ids, titles, aliases, facts), then sections."""
     keys: dict[str, list[LocalTarget]] = {}
 
@@ -61,9 +71,8 @@ def _targets(documents: Sequence[Document]) -> dict[str, list[LocalTarget]]:
     return keys
 
 
-def encode_exact(documents: Sequence[Document]) -> bytes:
-    """``exact.bin`` of a partition's documents; same documents → same bytes."""
-    keys = _targets(documents)
+def encode_table(keys: Mapping[str, Sequence[LocalTarget]]) -> bytes:
+    """The table of ``keys`` (folded key → its targets); same keys → same bytes."""
     ordered = sorted(keys)
     fact_names = sorted({t[3] for targets in keys.values() for t in targets if t[3] is not None})
     fact_index = {name: i for i, name in enumerate(fact_names)}
@@ -147,8 +156,8 @@ class ExactKeys:
 
 
 def decode_exact(blob: bytes) -> ExactKeys:
-    """The table of ``exact.bin``; a wrong magic or length refuses the package."""
-    keys, targets, names = header_fields(blob, _HEADER, _MAGIC, "exact.bin")
+    """A decoded exact-key table; a wrong magic or length refuses the package."""
+    keys, targets, names = header_fields(blob, _HEADER, _MAGIC, "an exact-key table")
     view = memoryview(blob)
     offset = _HEADER.size
 
@@ -156,7 +165,7 @@ def decode_exact(blob: bytes) -> ExactKeys:
         nonlocal offset
         size = 4 * count
         if offset + size > len(blob):
-            raise PackageFormatError("exact.bin is truncated")
+            raise PackageFormatError("an exact-key table is truncated")
         found = little_endian_view(view[offset : offset + size], typecode)
         offset += size
         return found
@@ -174,7 +183,7 @@ def decode_exact(blob: bytes) -> ExactKeys:
     offset += key_offsets[keys]
     name_blob = bytes(view[offset:])
     if len(name_blob) != name_offsets[names] or ranges[keys] != targets or len(kinds) != targets:
-        raise PackageFormatError("exact.bin has inconsistent lengths")
+        raise PackageFormatError("an exact-key table has inconsistent lengths")
     fact_names = tuple(
         name_blob[name_offsets[i] : name_offsets[i + 1]].decode("utf-8") for i in range(names)
     )

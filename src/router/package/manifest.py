@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError
+from router.package.exact_chunks import is_exact_chunk
 from router.package.partitions import (
     PARTITION_FILES,
     PartitionEntry,
@@ -72,7 +73,11 @@ class Manifest:
     def lazy_names(self) -> tuple[str, ...]:
         """Artifacts read only when a query needs them (text chunks, posting shards)."""
         return tuple(
-            sorted(name for name in self.artifacts if is_text_chunk(name) or is_shard(name))
+            sorted(
+                name
+                for name in self.artifacts
+                if is_text_chunk(name) or is_shard(name) or is_exact_chunk(name)
+            )
         )
 
     def partition(self, key: str) -> PartitionEntry | None:

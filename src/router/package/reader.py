@@ -16,7 +16,12 @@ from typing import Any
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
-from router.package.exact_keys import ExactKeys, decode_exact
+from router.package.exact_chunks import (
+    EXACT_NAME,
+    ExactTables,
+    PartitionExact,
+    decode_exact_directory,
+)
 from router.package.graph_table import GraphTable, decode_graph
 from router.package.keywords import KeywordTable, decode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest
@@ -63,7 +68,7 @@ class Partition:
     records: DocumentRecords  # documents and their sections' headings, links, flags (lazy)
     term_ids: TermIndex  # term → id in this partition (sorted vocabulary, searched in place)
     postings: PartitionShards  # the resident directory; shards read per query
-    exact: ExactKeys  # compiled exact keys (ids, titles, aliases, facts, section ids)
+    exact: PartitionExact  # exact keys (ids, titles, aliases, facts, section ids): directory
     keywords: KeywordTable  # compiled keyword phrases
     graph: GraphTable  # compiled edges that start or end in this partition
     lexicon: dict[str, str]
@@ -170,6 +175,7 @@ class _Caches:
     shards: ShardCache
     chunks: ChunkCache
     records: RecordCache
+    exact: ExactTables
 
 
 def load_package(
@@ -196,7 +202,9 @@ def load_package(
         for name in manifest.names_to_read(with_vectors=with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
-    caches = _Caches(ShardCache(shard_cache_bytes), ChunkCache(text_cache_bytes), RecordCache())
+    caches = _Caches(
+        ShardCache(shard_cache_bytes), ChunkCache(text_cache_bytes), RecordCache(), ExactTables()
+    )
     partitions = [
         _decode_partition(manifest, entry, blobs, read_chunk, caches)
         for entry in manifest.partitions
@@ -228,7 +236,7 @@ def _decode_partition(
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
     terms = decode_terms(blob("terms.bin"))
     directory = decode_directory(blob("postings.bin"))
-    exact = decode_exact(blob("exact.bin"))
+    exact_directory = decode_exact_directory(blob(EXACT_NAME))
     columns = decode_columns(blob(DOCS_NAME))
     sections = columns.sections
     if (
@@ -240,6 +248,9 @@ def _decode_partition(
         raise PackageFormatError(f"partition {entry.key}: postings do not match its documents")
     shard_names = [
         partition_file(entry.key, directory.file_name(s)) for s in range(len(directory.hashes))
+    ] + [
+        partition_file(entry.key, exact_directory.file_name(c))
+        for c in range(exact_directory.chunks)
     ]
     if any(name not in manifest.artifacts for name in shard_names):
         raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer shards")
@@ -272,7 +283,7 @@ def _decode_partition(
         ),
         term_ids=terms,
         postings=PartitionShards(entry.key, directory, read_chunk, caches.shards),
-        exact=exact,
+        exact=PartitionExact(entry.key, exact_directory, read_chunk, caches.exact),
         keywords=decode_keywords(blob("keywords.bin")),
         graph=decode_graph(blob("graph.bin")),
         lexicon=lexicon,

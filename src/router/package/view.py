@@ -234,6 +234,7 @@ class PackageView(VersionFacts):
     visible_docs: dict[Any, Any] = field(default_factory=dict)  # filter → its masks
     derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
     loaded: Mapping[int, Document] = field(default_factory=dict)  # records read by this query
+    exact_found: Mapping[str, list[ExactTarget]] = field(default_factory=dict)  # keys looked up
 
     def __post_init__(self) -> None:
         # memos keyed by posting block are package-wide: kept on the shared partition
@@ -303,13 +304,34 @@ class PackageView(VersionFacts):
             found.append(layer)
         return found
 
+    async def load_exact(
+        self, keys: Iterable[str]
+    ) -> tuple[dict[str, list[ExactTarget]], TextReads]:
+        """What each folded exact key names in view (shared targets first), its chunks fetched
+        concurrently in every partition in view (one round trip)."""
+        wanted = sorted(set(keys))
+        loads = [part.partition.exact.lookup(wanted) for part in self.parts]
+        results = await asyncio.gather(*loads) if loop_running() else [await j for j in loads]
+        found: dict[str, list[ExactTarget]] = {key: [] for key in wanted}
+        reads = TextReads(0, 0, 0, 0)
+        for part, (targets, cost) in zip(self.parts, results, strict=True):
+            for key, local in targets.items():
+                for kind, doc, section, fact in local:
+                    where = None if section is None else part.first_section + section
+                    found[key].append(ExactTarget(kind, part.first_doc + doc, where, fact))
+            reads = _combined(reads, cost)
+        return found, reads
+
+    def with_exact(self, found: Mapping[str, list[ExactTarget]]) -> PackageView:
+        """This view with the exact keys of ``found`` resolvable (``exact_targets``)."""
+        return dataclasses.replace(self, exact_found={**self.exact_found, **found})
+
     def exact_targets(self, key: str) -> list[ExactTarget]:
-        """What a folded exact key names in view (shared targets first)."""
-        found: list[ExactTarget] = []
-        for part in self.parts:
-            for kind, doc, section, fact in part.partition.exact.lookup(key):
-                where = None if section is None else part.first_section + section
-                found.append(ExactTarget(kind, part.first_doc + doc, where, fact))
+        """What a folded exact key names in view (shared targets first); the key must have been
+        looked up for this query (``load_exact``)."""
+        found = self.exact_found.get(key)
+        if found is None:
+            raise RecordNotLoaded(f"exact key {key!r} was not looked up for this query")
         return found
 
     @property

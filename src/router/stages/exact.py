@@ -6,11 +6,14 @@ without ranking; it is also how the UI's focus ("explique este campo") resolves 
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from router.analysis.text import fold
+from router.errors import RouterError
+from router.package.text_store import TextReads
 from router.package.view import ExactTarget, PackageView
 from router.stages.normalizer import NormalizedQuery
 from router.trace import DocRef
@@ -23,9 +26,13 @@ __all__ = [
     "describe_hit",
     "exact_hits",
     "hit_section",
+    "look_up_keys",
+    "query_keys",
     "resolve_context",
     "resolve_exact",
 ]
+
+log = logging.getLogger(__name__)
 
 _LEADING_QUESTION = re.compile(
     r"^(o que (e|sao|significa|quer dizer)|que e|qual (e|o significado de)|explique|explica|"
@@ -43,13 +50,34 @@ class ExactHit:
     source: Literal["exact", "context"]
 
 
-def resolve_exact(package: PackageView, query: NormalizedQuery) -> list[ExactHit]:
-    """Targets named by the whole query, by the query minus a question lead, or by an id in it."""
+def query_keys(query: NormalizedQuery) -> list[str]:
+    """The exact keys a query may name: all of it, it minus a question lead, each id in it."""
     keys = [query.folded]
     stripped = _LEADING_QUESTION.sub("", query.folded).strip()
     if stripped and stripped != query.folded:
         keys.append(stripped)
-    keys += [fold(m.group()) for m in _ID_LIKE.finditer(query.text)]
+    return keys + [fold(m.group()) for m in _ID_LIKE.finditer(query.text)]
+
+
+async def look_up_keys(state: QueryState) -> TextReads | RouterError:
+    """Read the exact keys the query and its UI focus may name (their chunks, one round trip)
+    into ``state.package``; a failed read is returned, and the exact stage finds nothing."""
+    keys = query_keys(state.query)
+    if state.request.focus:
+        keys.append(fold(state.request.focus))
+    try:
+        found, cost = await state.package.load_exact(keys)
+    except RouterError as exc:
+        log.error("exact keys of %s unreadable: %s", state.package.version, exc.message)
+        state.package = state.package.with_exact({key: [] for key in keys})
+        return exc
+    state.package = state.package.with_exact(found)
+    return cost
+
+
+def resolve_exact(package: PackageView, query: NormalizedQuery) -> list[ExactHit]:
+    """Targets named by the whole query, by the query minus a question lead, or by an id in it."""
+    keys = query_keys(query)
     hits: list[ExactHit] = []
     seen: set[tuple[str, int, int | None, str | None]] = set()
     for key in keys:
@@ -80,15 +108,21 @@ def resolve_context(
     ]
 
 
-def exact_hits(state: QueryState) -> list[ExactHit]:
+def exact_hits(state: QueryState, reads: TextReads | RouterError) -> list[ExactHit]:
     """Visible targets the query names; for a deictic or termless question ("explique este
-    campo"), what the UI context (focus, page, tab) names instead."""
+    campo"), what the UI context (focus, page, tab) names instead. ``reads``: what looking up
+    the keys cost (fetched with the posting shards, in the same round trip)."""
     package, request, visible = state.package, state.request, state.visible
     hits = [h for h in resolve_exact(package, state.query) if h.target.doc_index in visible]
     if not hits and (state.features.deictic or not state.features.terms):
         context = resolve_context(package, request.focus, request.page, request.tab)
         hits = [h for h in context if h.target.doc_index in visible]
-    state.trace.stage("exact", hits=[describe_hit(h) for h in hits])
+    details: dict[str, Any] = {"hits": [describe_hit(h) for h in hits]}
+    if isinstance(reads, RouterError):
+        details["error"] = reads.code
+    elif reads.chunks_fetched:
+        details.update(chunks_fetched=reads.chunks_fetched, bytes_fetched=reads.bytes_fetched)
+    state.trace.stage("exact", **details)
     return hits
 
 

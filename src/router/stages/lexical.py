@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from router.package.shard_store import ShardReads
 from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
@@ -32,12 +33,23 @@ class Lexical:
     confidence: LexicalConfidence
 
 
-async def lexical_search(state: QueryState, terms: list[str], stage_suffix: str = "") -> Lexical:
+async def lexical_search(
+    state: QueryState,
+    terms: list[str],
+    stage_suffix: str = "",
+    prefetched: ShardReads | None = None,
+) -> Lexical:
     """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
     ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The posting
     shards of ``terms`` are fetched first (the trace's ``bm25`` counts them)."""
     package, config, allowed = state.package, state.config, state.allowed
     reads = await package.load_postings(terms)
+    if prefetched is not None:  # the shards the pipeline fetched with the exact keys
+        reads = ShardReads(
+            prefetched.shards_fetched + reads.shards_fetched,
+            prefetched.bytes_fetched + reads.bytes_fetched,
+            prefetched.round_trips + reads.round_trips,
+        )
     keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
