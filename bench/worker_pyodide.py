@@ -87,22 +87,36 @@ def run_worker(
     query_log: bool = True,
     on_progress: Callable[[int], None] | None = None,
 ) -> WorkerRun:
-    """Publish ``folder`` into a fresh host and POST ``bodies`` to ``/v1/query`` in order (the
-    first one is the cold query). Raises HostError when the host dies or a command fails."""
+    """Publish ``folder`` and POST ``bodies`` to ``/v1/query`` in order (the first is the cold
+    query). A package without vectors is published through a host of its own and queried in a
+    fresh one: a wasm heap never shrinks, so publishing in the measured isolate would count the
+    whole package's bytes, and the Worker never publishes in production (``kr publish`` does).
+    A package with vectors is published in the measured host (the Vectorize fake lives in it),
+    so its heap includes the publish. Raises HostError when a host dies or a command fails."""
     state = prepare_state(work, f"{name}-{query_log}")
-    host = PyodideHost(
-        persist_to=state,
-        log=work / f"host-{name}.log",
-        vectorize={"dimensions": 256},
-        vars={"KR_QUERY_LOG": "on" if query_log else "off"},
-    )
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    apart = not manifest.get("embedding")
+
+    def host_for(role: str) -> PyodideHost:
+        return PyodideHost(
+            persist_to=state,
+            log=work / f"host-{name}-{role}.log",
+            vectorize={"dimensions": 256},
+            vars={"KR_QUERY_LOG": "on" if query_log else "off"},
+        )
+
+    if apart:
+        with host_for("publish") as publisher:
+            publisher.publish(folder)
+    host = host_for("queries")
     started = time.perf_counter()
     with host:
         boot_s = time.perf_counter() - started
         heap_booted = host.stats()["heap_bytes"]
-        app_import = host.fetch("GET", "/v1/health")  # no version yet: imports the app only
+        app_import = host.fetch("GET", "/v1/metrics")  # imports the app, reads no package
         heap_app = host.stats()["heap_bytes"]
-        host.publish(folder)
+        if not apart:
+            host.publish(folder)
         first = host.fetch("POST", "/v1/query", bodies[0])
         heap_loaded = host.stats()["heap_bytes"]
         warm = []
