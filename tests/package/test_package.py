@@ -8,6 +8,7 @@ import pytest
 
 from router.compile.build import BuildResult, build_knowledge
 from router.errors import IntegrityError, PackageFormatError
+from router.package.listing import lazy_files
 from router.package.manifest import Manifest, sha256_hex
 from router.package.partitions import SHARED_PARTITION
 from router.package.reader import load_package
@@ -33,9 +34,13 @@ def test_manifest_describes_every_artifact(built: BuildResult) -> None:
     for name in required:
         blob = built.package.artifacts[name]
         assert manifest["artifacts"][name] == {"sha256": sha256_hex(blob), "bytes": len(blob)}
-    chunks = [n for n in manifest["artifacts"] if ".texts-" in n or ".records-" in n]
-    shards = [n for n in manifest["artifacts"] if ".s-" in n or ".x-" in n]
-    assert chunks and shards and set(manifest["artifacts"]) == {*required, *chunks, *shards}
+    assert set(manifest["artifacts"]) == set(required)  # the resident files only
+    files = built.package.files()
+    lazy = {n for n in files if n != "manifest.json" and n not in required}
+    assert {n.split(".")[1].split("-")[0] for n in lazy} == {"s", "x", "texts", "records"}
+    assert all(n.split("-")[-1] == f"{sha256_hex(files[n])[:16]}.bin" for n in lazy)
+    resident = {n: files[n] for n in required}
+    assert lazy_files(Manifest.from_bytes(files["manifest.json"]), resident) == sorted(lazy)
 
 
 def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:

@@ -12,7 +12,7 @@ from router.errors import IntegrityError, PackageFormatError
 from router.knowledge.parser import strip_wikilinks
 from router.package.reader import load_package
 from router.package.text_store import SectionTexts
-from router.package.texts import TEXTS_INDEX_NAME, chunk_name, decode_text_index, encode_texts
+from router.package.texts import TEXTS_INDEX_NAME, decode_text_index, encode_texts
 from router.pipeline import CascadeServices, run_cascade, run_query
 from router.sync import run_sync
 from tests.common import TODAY, catalog_of
@@ -25,7 +25,7 @@ def test_texts_round_trip_across_chunks() -> None:
     index = decode_text_index(files[TEXTS_INDEX_NAME])
     assert index.chunks == len(files) - 1 > 1
     for section, text in enumerate(TEXTS):
-        assert index.text(section, files[chunk_name(index.chunk_of(section))]) == text
+        assert index.text(section, files[index.chunk_name(index.chunk_of(section))]) == text
 
 
 def test_a_malformed_text_index_is_refused() -> None:

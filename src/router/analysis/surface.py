@@ -2,7 +2,8 @@
 
 Why compiled at build time (docs/adr/0010, step 1): the words come from titles, keywords,
 aliases, headings and section texts, and a format-3 reader never holds every text; scanning them
-at query time also cost seconds and tens of MiB on SciFact. The package stores the pairs.
+at query time also cost seconds and tens of MiB on SciFact. The package stores the tables the
+repair reads (``surface_tables``: word → term, sound → words), searched in place.
 """
 
 from __future__ import annotations
@@ -10,8 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from router.analysis.analyzer import Analyzer
+from router.analysis.sound import portuguese_sound_key
+from router.analysis.text import fold
 
-__all__ = ["MIN_FUZZY_LENGTH", "SURFACE_TEXT_BUDGET", "surface_texts", "surface_word_stems"]
+__all__ = [
+    "MIN_FUZZY_LENGTH",
+    "SURFACE_TEXT_BUDGET",
+    "SURFACE_WORD_SEPARATOR",
+    "surface_tables",
+    "surface_texts",
+    "surface_word_stems",
+]
+
+SURFACE_WORD_SEPARATOR = "\x1f"
+"""Joins the folded words that share a sound key (``surface_tables``)."""
 
 MIN_FUZZY_LENGTH = 5  # shorter stems have too many neighbours at one edit
 SURFACE_TEXT_BUDGET = 1_000_000
@@ -45,3 +58,21 @@ def surface_word_stems(
         if stem is not None and stem in known_terms and len(word) >= MIN_FUZZY_LENGTH:
             pairs.append((word, stem))
     return pairs
+
+
+def surface_tables(
+    pairs: Iterable[tuple[str, str]], by_sound: bool
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The typo repair's two tables from the (word, term) pairs: folded word → term (the first
+    pair wins), and — for Portuguese, ``by_sound`` — sound key → its folded words, sorted and
+    joined with ``SURFACE_WORD_SEPARATOR``. The key needs the accents (ç is /s/, c before a
+    is /k/), so it is taken from the word as written."""
+    stem_of: dict[str, str] = {}
+    sounds: dict[str, set[str]] = {}
+    for word, stem in pairs:
+        folded = fold(word)
+        stem_of.setdefault(folded, stem)
+        if by_sound:
+            sounds.setdefault(portuguese_sound_key(word), set()).add(folded)
+    joined = {key: SURFACE_WORD_SEPARATOR.join(sorted(words)) for key, words in sounds.items()}
+    return stem_of, joined

@@ -17,13 +17,14 @@ from typing import Any
 import Stemmer
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
-from router.analysis.surface import surface_texts, surface_word_stems
+from router.analysis.surface import surface_tables, surface_texts, surface_word_stems
 from router.analysis.text import fold, has_diacritics
 from router.checks import check_choice, check_range, check_weights
 from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fields
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
+from router.package.content_names import is_lazy
 from router.package.doc_columns import DOCS_NAME, encode_columns
 from router.package.exact_chunks import encode_exact_chunks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
@@ -33,6 +34,7 @@ from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
 from router.package.records import encode_records, record_of
 from router.package.shards import encode_shards
+from router.package.string_map import encode_string_map
 from router.package.term_index import encode_terms
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
@@ -192,7 +194,7 @@ def compile_documents(
     }
     counts["partitions"] = len(entries)
     manifest = Manifest.create(
-        artifacts,
+        {name: blob for name, blob in artifacts.items() if not is_lazy(name)},
         config.analyzer.to_dict(),
         config.bm25.to_dict(),
         counts,
@@ -262,7 +264,7 @@ def _compile_partition(
         **encode_records(_records(documents, bodies)),
         "synonyms.json": dumps_json([list(group) for group in synonyms]),
         "terms.bin": encode_terms(terms),
-        "lexicon.json": dumps_json(lexicon),
+        "lexicon.bin": encode_string_map(lexicon),
         "postings.bin": directory,
         **encode_exact_chunks(documents),
         "keywords.bin": encode_keywords(
@@ -276,7 +278,7 @@ def _compile_partition(
             RELATION_WEIGHTS,
         ),
         **shards,
-        "surface.json": dumps_json(_surface_words(analyzer, documents, bodies, vocabulary)),
+        **_surface_files(analyzer, _surface_words(analyzer, documents, bodies, vocabulary)),
         **encode_texts(bodies),
     }
     if vectors is not None:
@@ -419,6 +421,13 @@ def _pystemmer(language: str) -> Any:
         return Stemmer.Stemmer(language).stemWord
     except KeyError as exc:
         raise ConfigError(f"PyStemmer has no stemmer for {language!r}") from exc
+
+
+def _surface_files(analyzer: Analyzer, pairs: Sequence[Sequence[str]]) -> dict[str, bytes]:
+    """``surface.bin`` (folded word → term) and ``sounds.bin`` (sound key → words)."""
+    by_sound = analyzer.config.language == "portuguese"
+    stem_of, sounds = surface_tables(((word, stem) for word, stem in pairs), by_sound)
+    return {"surface.bin": encode_string_map(stem_of), "sounds.bin": encode_string_map(sounds)}
 
 
 def _surface_words(

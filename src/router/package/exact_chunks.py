@@ -46,7 +46,6 @@ __all__ = [
     "PartitionExact",
     "decode_exact_directory",
     "encode_exact_chunks",
-    "is_exact_chunk",
 ]
 
 EXACT_NAME = "exact.bin"
@@ -63,12 +62,6 @@ _PER_TARGET = 13  # kind, document, section, fact
 
 def _chunk_name(digest: str) -> str:
     return f"x-{digest}.bin"
-
-
-def is_exact_chunk(name: str) -> bool:
-    """True for an exact-key chunk, ``<partition>.x-<hash>.bin`` (read lazily, per query)."""
-    stem = name.rpartition(".")[0].rpartition(".")[2] if name.count(".") >= 2 else ""
-    return stem.startswith("x-") and len(stem) == 2 + _HASH and name.endswith(".bin")
 
 
 def encode_exact_chunks(

@@ -12,6 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 from router.errors import PackageFormatError
+from router.package.listing import lazy_files
 from router.package.manifest import MANIFEST_NAME, Manifest
 
 __all__ = ["VERSION_ID", "ArtifactGetter", "fetch_artifact", "fetch_package_files", "is_version_id"]
@@ -41,17 +42,23 @@ async def fetch_artifact(get: ArtifactGetter, where: str, name: str) -> bytes:
 async def fetch_package_files(
     get: ArtifactGetter, where: str, *, with_vectors: bool = True, with_lazy: bool = True
 ) -> dict[str, bytes]:
-    """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``; the
-    lazily read text chunks only if ``with_lazy``: a server reads those per query).
+    """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``), and
+    the lazily read files its directories name only if ``with_lazy`` (a server reads those per
+    query).
 
     ``where`` names the package in errors ("version v1 in .kr-state"). A missing file raises
     ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
-    not verified here; ``load_package`` checks each against the manifest's sha256.
+    not verified here; ``load_package`` checks each against the manifest's sha256 (and a lazy
+    file is checked against its content name when it is read).
     """
-    manifest = await fetch_artifact(get, where, MANIFEST_NAME)
-    files = {MANIFEST_NAME: manifest}
-    for name in Manifest.from_bytes(manifest).names_to_read(
-        with_vectors=with_vectors, with_lazy=with_lazy
-    ):
+    manifest_blob = await fetch_artifact(get, where, MANIFEST_NAME)
+    manifest = Manifest.from_bytes(manifest_blob)
+    files = {MANIFEST_NAME: manifest_blob}
+    for name in manifest.names_to_read(with_vectors=with_vectors):
         files[name] = await fetch_artifact(get, where, name)
+    if with_lazy:
+        for name in lazy_files(
+            manifest, {n: manifest.verify(n, b) for n, b in files.items() if n != MANIFEST_NAME}
+        ):
+            files[name] = await fetch_artifact(get, where, name)
     return files

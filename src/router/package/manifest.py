@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError
-from router.package.exact_chunks import is_exact_chunk
+from router.package.content_names import is_lazy
 from router.package.partitions import (
     PARTITION_FILES,
     PartitionEntry,
@@ -22,8 +22,6 @@ from router.package.partitions import (
     partition_file,
     partition_of,
 )
-from router.package.shards import is_shard
-from router.package.texts import is_text_chunk
 
 __all__ = [
     "FORMAT_VERSION",
@@ -69,27 +67,16 @@ class Manifest:
         names = PARTITION_FILES + ((VECTORS_NAME,) if self.embedding else ())
         return tuple(partition_file(p.key, name) for p in self.partitions for name in names)
 
-    @property
-    def lazy_names(self) -> tuple[str, ...]:
-        """Artifacts read only when a query needs them (text chunks, posting shards)."""
-        return tuple(
-            sorted(
-                name
-                for name in self.artifacts
-                if is_text_chunk(name) or is_shard(name) or is_exact_chunk(name)
-            )
-        )
-
     def partition(self, key: str) -> PartitionEntry | None:
         return next((p for p in self.partitions if p.key == key), None)
 
-    def names_to_read(self, *, with_vectors: bool = True, with_lazy: bool = False) -> list[str]:
-        """The artifacts a reader fetches: the required ones (without ``vectors.bin`` unless
-        ``with_vectors``), and the lazily read chunks too when copying a whole package."""
-        names = [
+    def names_to_read(self, *, with_vectors: bool = True) -> list[str]:
+        """The resident artifacts a reader fetches (without ``vectors.bin`` unless
+        ``with_vectors``); the lazily read files are listed by the partitions' directories
+        (``router.package.listing``), not here."""
+        return [
             n for n in self.artifact_names if with_vectors or partition_of(n)[1] != VECTORS_NAME
         ]
-        return names + list(self.lazy_names) if with_lazy else names
 
     @classmethod
     def create(
@@ -175,6 +162,8 @@ class Manifest:
         keys = {p.key for p in manifest.partitions}
         if any(partition_of(name)[0] not in keys for name in manifest.artifacts):
             raise PackageFormatError("manifest lists an artifact of no partition")
+        if any(is_lazy(name) for name in manifest.artifacts):
+            raise PackageFormatError("manifest lists a lazily read file (its directory names it)")
         missing = [name for name in manifest.artifact_names if name not in manifest.artifacts]
         if missing:
             raise PackageFormatError(f"manifest lists no {', '.join(missing)}")

@@ -15,6 +15,7 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.content_names import verify_named
 from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
 from router.package.exact_chunks import (
     EXACT_NAME,
@@ -39,6 +40,7 @@ from router.package.records import (
 )
 from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
 from router.package.shards import decode_directory
+from router.package.string_map import StringMap, decode_string_map
 from router.package.term_index import TermIndex, decode_terms
 from router.package.text_store import (
     DEFAULT_TEXT_CACHE_BYTES,
@@ -71,8 +73,9 @@ class Partition:
     exact: PartitionExact  # exact keys (ids, titles, aliases, facts, section ids): directory
     keywords: KeywordTable  # compiled keyword phrases
     graph: GraphTable  # compiled edges that start or end in this partition
-    lexicon: dict[str, str]
-    surface_words: list[tuple[str, str]]  # (word, term), typo repair
+    lexicon: StringMap  # accent-free word → stem of its accented spelling
+    surface: StringMap  # typo repair: folded corpus word → index term
+    sounds: StringMap  # typo repair: sound key → folded words (joined)
     texts: SectionTexts
     synonyms: list[list[str]]
     vectors: SectionVectors | None = None
@@ -229,11 +232,12 @@ def _decode_partition(
         return blobs[partition_file(entry.key, name)]
 
     try:
-        lexicon = {str(k): str(v) for k, v in json.loads(blob("lexicon.json")).items()}
-        surface = [(str(word), str(stem)) for word, stem in json.loads(blob("surface.json"))]
         synonyms = [[str(term) for term in group] for group in json.loads(blob("synonyms.json"))]
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
+    lexicon = decode_string_map(blob("lexicon.bin"), f"{entry.key}.lexicon.bin")
+    surface = decode_string_map(blob("surface.bin"), f"{entry.key}.surface.bin")
+    sounds = decode_string_map(blob("sounds.bin"), f"{entry.key}.sounds.bin")
     terms = decode_terms(blob("terms.bin"))
     directory = decode_directory(blob("postings.bin"))
     exact_directory = decode_exact_directory(blob(EXACT_NAME))
@@ -246,14 +250,6 @@ def _decode_partition(
         or directory.terms != len(terms)
     ):
         raise PackageFormatError(f"partition {entry.key}: postings do not match its documents")
-    shard_names = [
-        partition_file(entry.key, directory.file_name(s)) for s in range(len(directory.hashes))
-    ] + [
-        partition_file(entry.key, exact_directory.file_name(c))
-        for c in range(exact_directory.chunks)
-    ]
-    if any(name not in manifest.artifacts for name in shard_names):
-        raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer shards")
     vectors_name = partition_file(entry.key, VECTORS_NAME)
     vectors = decode_vectors(blobs[vectors_name]) if vectors_name in blobs else None
     if vectors is not None and (
@@ -266,11 +262,6 @@ def _decode_partition(
     record_index = decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM)
     if text_index.sections != sections or record_index.sections != columns.documents:
         raise PackageFormatError(f"partition {entry.key}: texts or records do not match")
-    chunk_names = [
-        partition_file(entry.key, n) for n in text_index.chunk_names() + record_index.chunk_names()
-    ]
-    if any(name not in manifest.artifacts for name in chunk_names):
-        raise PackageFormatError(f"partition {entry.key}: the manifest lists fewer chunks")
 
     async def read_own_chunk(name: str) -> bytes:
         return await read_chunk(partition_file(entry.key, name))
@@ -287,7 +278,8 @@ def _decode_partition(
         keywords=decode_keywords(blob("keywords.bin")),
         graph=decode_graph(blob("graph.bin")),
         lexicon=lexicon,
-        surface_words=surface,
+        surface=surface,
+        sounds=sounds,
         texts=SectionTexts(text_index, read_own_chunk, cache=caches.chunks, owner=entry.key),
         synonyms=synonyms,
         vectors=vectors,
@@ -297,11 +289,11 @@ def _decode_partition(
 def _chunk_reader(
     manifest: Manifest, fetch: ArtifactFetcher, fetch_chunk: ChunkFetcher | None
 ) -> ChunkFetcher:
-    """Reads one lazily read file (text chunk, shard) and checks it against the manifest before
-    anyone uses it."""
+    """Reads one lazily read file (shard, exact-key, text or record chunk) and checks it against
+    the content digest in its name before anyone uses it (``router.package.content_names``)."""
 
     async def read(name: str) -> bytes:
         blob = await fetch_chunk(name) if fetch_chunk is not None else fetch(name)
-        return manifest.verify(name, blob)
+        return verify_named(name, blob)
 
     return read

@@ -47,7 +47,6 @@ __all__ = [
     "decode_directory",
     "decode_shard",
     "encode_shards",
-    "is_shard",
     "shard_name",
 ]
 
@@ -66,12 +65,6 @@ CscBlock = tuple[Sequence[int], Sequence[int], Sequence[float]]
 def shard_name(digest: str) -> str:
     """The file name of a shard (without its partition prefix)."""
     return f"s-{digest}.bin"
-
-
-def is_shard(name: str) -> bool:
-    """True for a shard file, ``<partition>.s-<hash>.bin`` (read lazily, per query)."""
-    stem = name.rpartition(".")[0].rpartition(".")[2] if name.count(".") >= 2 else ""
-    return stem.startswith("s-") and len(stem) == 2 + _HASH and name.endswith(".bin")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from router.package.texts import TextIndex, chunk_name
+from router.package.texts import TextIndex
 
 __all__ = [
     "DEFAULT_TEXT_CACHE_BYTES",
@@ -97,7 +97,7 @@ class SectionTexts:
         return self._cache.cached_bytes
 
     def _key(self, chunk: int) -> str:
-        return f"{self._owner}/{chunk_name(chunk, self.index.stem)}"
+        return f"{self._owner}/{self.index.chunk_name(chunk)}"
 
     async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], TextReads]:
         """The texts of ``sections`` and what reading them cost."""
@@ -124,7 +124,7 @@ class SectionTexts:
     async def _fetch_all(self, chunk_ids: list[int]) -> dict[int, bytes]:
         if not chunk_ids:
             return {}
-        names = [chunk_name(c, self.index.stem) for c in chunk_ids]
+        names = [self.index.chunk_name(c) for c in chunk_ids]
         if loop_running() and len(names) > 1:
             blobs = await asyncio.gather(*(self._fetch(name) for name in names))
         else:  # driven without an event loop (run_sync): the fetches never suspend

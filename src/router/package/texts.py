@@ -6,11 +6,12 @@ chunk files of about ``TEXT_CHUNK_BYTES``; the index says where each section's t
 a reader fetches (and verifies) just the chunks of the sections it needs. Layout, little-endian:
 
     texts.bin
-        magic     b"KRTEXT03"                 8 bytes
+        magic     b"KRTEXT04"                 8 bytes
         header    uint32 sections N, chunks C  8 bytes
         first     uint32[C + 1]               first section of each chunk; first[C] = N
         offsets   uint32[N]                   byte offset of each section's text in its chunk
-    texts-<c>.bin (c = 00000 … C−1)
+        hashes    C × 16 ASCII bytes          chunk c is texts-<hashes[c]>.bin
+    texts-<sha16>.bin (one per chunk, named by its content: router.package.content_names)
         the UTF-8 texts of sections first[c] … first[c+1]−1, concatenated
 
 A section's text ends where the next section of its chunk starts, or at the chunk's end.
@@ -29,16 +30,15 @@ from dataclasses import dataclass
 
 from router.errors import PackageFormatError
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.content_names import CONTENT_HASH_DIGITS, content_name, digest_of
 
 __all__ = [
     "CHUNKED_STEMS",
     "TEXTS_INDEX_NAME",
     "TEXT_CHUNK_BYTES",
     "TextIndex",
-    "chunk_name",
     "decode_text_index",
     "encode_texts",
-    "is_text_chunk",
 ]
 
 TEXTS_STEM = "texts"
@@ -48,24 +48,8 @@ CHUNKED_STEMS: tuple[str, ...] = (TEXTS_STEM, "records")
 TEXT_CHUNK_BYTES = 16 * 1024
 """Target size of one chunk file: a quoted section costs one fetch of at most about this much."""
 
-_MAGIC = b"KRTEXT03"
+_MAGIC = b"KRTEXT04"
 _HEADER = struct.Struct("<8sII")
-_CHUNK_SUFFIX = ".bin"
-
-
-def chunk_name(chunk: int, stem: str = TEXTS_STEM) -> str:
-    """The file name of chunk number ``chunk`` of ``stem``."""
-    return f"{stem}-{chunk:05d}{_CHUNK_SUFFIX}"
-
-
-def is_text_chunk(name: str) -> bool:
-    """True for a chunk file, ``<partition>.texts-NNNNN.bin`` (or ``records-``) or bare: read
-    lazily, never with the rest of the package."""
-    if not name.endswith(_CHUNK_SUFFIX):
-        return False
-    base = name[: -len(_CHUNK_SUFFIX)].rpartition(".")[2]
-    stem, dash, number = base.rpartition("-")
-    return bool(dash) and stem in CHUNKED_STEMS and number.isdigit()
 
 
 @dataclass(frozen=True)
@@ -74,6 +58,7 @@ class TextIndex:
 
     first: Sequence[int]  # C + 1 entries
     offsets: Sequence[int]  # N entries
+    hashes: tuple[str, ...]  # C content digests: the chunks' names
     stem: str = TEXTS_STEM
 
     @property
@@ -84,8 +69,12 @@ class TextIndex:
     def chunks(self) -> int:
         return len(self.first) - 1
 
+    def chunk_name(self, chunk: int) -> str:
+        """The file name of chunk number ``chunk`` (without its partition prefix)."""
+        return f"{self.stem}-{self.hashes[chunk]}.bin"
+
     def chunk_names(self) -> list[str]:
-        return [chunk_name(c, self.stem) for c in range(self.chunks)]
+        return [self.chunk_name(c) for c in range(self.chunks)]
 
     def chunk_of(self, section: int) -> int:
         if not 0 <= section < self.sections:
@@ -122,13 +111,15 @@ def encode_texts(
     if current or not chunks:
         chunks.append(b"".join(current))
     first.append(len(texts))
+    names = [content_name(stem, blob) for blob in chunks]
     index_blob = (
         _HEADER.pack(_MAGIC, len(texts), len(chunks))
         + little_endian_bytes("I", first)
         + little_endian_bytes("I", offsets)
+        + "".join(digest_of(blob) for blob in chunks).encode("ascii")
     )
     files = {f"{stem}.bin": index_blob}
-    files.update({chunk_name(c, stem): blob for c, blob in enumerate(chunks)})
+    files.update(zip(names, chunks, strict=True))
     return files
 
 
@@ -136,12 +127,19 @@ def decode_text_index(blob: bytes, stem: str = TEXTS_STEM) -> TextIndex:
     """The index of ``<stem>.bin``; a wrong magic or length refuses the package."""
     what = f"{stem}.bin"
     sections, chunks = header_fields(blob, _HEADER, _MAGIC, what)
-    expected = _HEADER.size + 4 * (chunks + 1) + 4 * sections
+    numbers = 4 * (chunks + 1) + 4 * sections
+    expected = _HEADER.size + numbers + CONTENT_HASH_DIGITS * chunks
     if len(blob) != expected:
         raise PackageFormatError(f"{what} is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)[_HEADER.size :]
     first = little_endian_view(view[: 4 * (chunks + 1)], "I")
-    offsets = little_endian_view(view[4 * (chunks + 1) :], "I")
+    offsets = little_endian_view(view[4 * (chunks + 1) : numbers], "I")
     if first[0] != 0 or first[chunks] != sections or list(first) != sorted(first):
         raise PackageFormatError(f"{what} has an inconsistent chunk table")
-    return TextIndex(first, offsets, stem)
+    try:
+        digests = bytes(view[numbers:]).decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise PackageFormatError(f"{what} has a malformed chunk hash") from exc
+    step = CONTENT_HASH_DIGITS
+    hashes = tuple(digests[c * step : (c + 1) * step] for c in range(chunks))
+    return TextIndex(first, offsets, hashes, stem)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from bisect import bisect_right
-from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -23,6 +22,7 @@ from router.package.joined import Joined, Offset
 from router.package.manifest import Manifest
 from router.package.postings import Postings
 from router.package.shard_store import ShardReads, load_shards
+from router.package.string_map import FirstOf
 from router.package.text_store import TextReads, loop_running
 
 if TYPE_CHECKING:
@@ -417,7 +417,7 @@ def compose_view(
         doc_count += own.doc_count
         own_first = Offset(own.columns.first[:-1], own.first_section)
         first_sections = Joined(first_sections, own_first)
-        lexicon = ChainMap(shared.lexicon, own.lexicon)  # the shared partition's spellings win
+        lexicon = FirstOf(shared.lexicon, own.lexicon)  # the shared partition's spellings win
     sections = sum(part.partition.section_count for part in parts)
     return PackageView(
         manifest=manifest,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from router.analysis.sound import portuguese_sound_key
 from router.analysis.surface import MIN_FUZZY_LENGTH
 from router.analysis.text import fold
+from router.package.string_map import StringMap
 from router.package.term_index import TermIndex
 from router.package.view import PackageView, ViewPart
 
@@ -56,22 +57,17 @@ def term_layer(package: PackageView, part: ViewPart) -> TermLayer:
 class SurfaceLayer:
     """One partition's surface words: folded word → index term, and words by sound."""
 
-    stem_of: dict[str, str]
-    by_sound: dict[str, set[str]]
+    stem_of: StringMap
+    by_sound: StringMap  # sound key → its folded words (``StringMap.values_of``)
     alphabet: str
 
 
 def surface_layer(package: PackageView, part: ViewPart) -> SurfaceLayer:
-    """The word/term pairs the build compiled for a partition (``router.analysis.surface``)."""
-    stem_of: dict[str, str] = {}
-    by_sound: dict[str, set[str]] = {}
-    sounds = package.analyzer.config.language == "portuguese"
-    for word, stem in part.partition.surface_words:
-        folded = fold(word)
-        stem_of.setdefault(folded, stem)
-        if sounds:  # the key needs the accents (ç is /s/, c before a is /k/)
-            by_sound.setdefault(portuguese_sound_key(word), set()).add(folded)
-    return SurfaceLayer(stem_of, by_sound, _alphabet(stem_of))
+    """The tables the build compiled for a partition (``router.analysis.surface``), read in
+    place; only the alphabet is derived, from the words' characters."""
+    partition = part.partition
+    letters = sorted(ch for ch in partition.surface.key_characters() if ch.isalpha())
+    return SurfaceLayer(partition.surface, partition.sounds, "".join(letters))
 
 
 class FuzzyVocabulary:
@@ -129,8 +125,9 @@ class SurfaceVocabulary:
         folded = fold(word.casefold())
         if len(folded) < MIN_FUZZY_LENGTH or _has_digit(folded) or self.stem_of(folded):
             return None
-        key = portuguese_sound_key(word) if any(layer.by_sound for layer in self.layers) else None
-        candidates = {c for layer in self.layers for c in layer.by_sound.get(key or "", ())}
+        by_sound = any(len(layer.by_sound) for layer in self.layers)
+        key = portuguese_sound_key(word) if by_sound else None
+        candidates = {c for layer in self.layers for c in layer.by_sound.values_of(key or "")}
         if not candidates:
             candidates = {c for c in _edits(folded, self.alphabet) if self.stem_of(c)}
         stems = {stem for c in candidates if (stem := self.stem_of(c)) is not None}

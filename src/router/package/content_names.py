@@ -1,0 +1,65 @@
+"""Files read lazily are named by their content: ``<stem>-<sha16>.bin``, checked on every read.
+
+Why (index format 3, docs/adr/0010): a package of a million sections has tens of thousands of
+such files (posting shards, exact-key chunks, text and record chunks). Listing each in the
+manifest made the manifest grow with the corpus (≈ 1 MB of JSON at 100k sections, decoded on
+every cold isolate), so only the resident files are listed there, with their full sha256; each
+resident directory or index names its lazy files by the first 16 hex digits of their sha256, and
+a read is verified against its own name. The chain is unbroken: the manifest's hashes cover the
+directories, the directories' names cover the files they list. An unchanged file keeps its name
+in the next version, which is what a delta publish uploads nothing for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from router.errors import IntegrityError
+
+__all__ = [
+    "CONTENT_HASH_DIGITS",
+    "LAZY_STEMS",
+    "content_name",
+    "digest_of",
+    "is_lazy",
+    "verify_named",
+]
+
+CONTENT_HASH_DIGITS = 16
+LAZY_STEMS: tuple[str, ...] = ("s", "x", "texts", "records")
+"""Posting shards, exact-key chunks, section-text chunks, document-record chunks."""
+_SUFFIX = ".bin"
+_HEX = frozenset("0123456789abcdef")
+
+
+def content_name(stem: str, blob: bytes) -> str:
+    """The file name of ``blob`` as a lazy file of ``stem`` (without its partition prefix)."""
+    return f"{stem}-{digest_of(blob)}{_SUFFIX}"
+
+
+def digest_of(blob: bytes) -> str:
+    return hashlib.sha256(blob).hexdigest()[:CONTENT_HASH_DIGITS]
+
+
+def _digest_in(name: str) -> str | None:
+    """The content digest a lazy file's name carries, or None when it is not such a name."""
+    if not name.endswith(_SUFFIX):
+        return None
+    base = name[: -len(_SUFFIX)].rpartition(".")[2]
+    stem, dash, digest = base.rpartition("-")
+    if not dash or stem not in LAZY_STEMS or len(digest) != CONTENT_HASH_DIGITS:
+        return None
+    return digest if set(digest) <= _HEX else None
+
+
+def is_lazy(name: str) -> bool:
+    """True for a lazily read file, ``<partition>.<stem>-<sha16>.bin`` (or without partition)."""
+    return _digest_in(name) is not None
+
+
+def verify_named(name: str, blob: bytes) -> bytes:
+    """``blob`` if its content matches the digest in its name, else ``IntegrityError``."""
+    digest = _digest_in(name)
+    if digest is None or digest_of(blob) != digest:
+        raise IntegrityError(f"artifact {name!r} fails its content check ({len(blob)} bytes)")
+    return blob

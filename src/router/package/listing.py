@@ -1,0 +1,39 @@
+"""Every file of a package: the resident ones the manifest lists, the lazy ones their directories
+name (a package copy, a publish read-back, ``kr`` commands that move whole versions).
+
+Why apart from the manifest (``router.package.content_names``): at a million sections the lazy
+files number tens of thousands; a reader that serves queries never needs their list, and a copy
+derives it from the partitions' directories, which the manifest's hashes cover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from router.package.exact_chunks import EXACT_NAME, decode_exact_directory
+from router.package.manifest import Manifest
+from router.package.partitions import partition_file
+from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM
+from router.package.shards import decode_directory
+from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
+
+__all__ = ["lazy_files"]
+
+
+def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
+    """The lazily read files of every partition (shards, exact-key, text and record chunks),
+    named from the partitions' resident directories in ``resident``."""
+    names: list[str] = []
+    for entry in manifest.partitions:
+
+        def blob(name: str, key: str = entry.key) -> bytes:
+            return resident[partition_file(key, name)]
+
+        shards = decode_directory(blob("postings.bin"))
+        exact = decode_exact_directory(blob(EXACT_NAME))
+        local = [shards.file_name(s) for s in range(len(shards.hashes))]
+        local += [exact.file_name(c) for c in range(exact.chunks)]
+        local += decode_text_index(blob(TEXTS_INDEX_NAME)).chunk_names()
+        local += decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM).chunk_names()
+        names += [partition_file(entry.key, name) for name in sorted(set(local))]
+    return names
