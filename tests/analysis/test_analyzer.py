@@ -68,3 +68,11 @@ def test_build_and_runtime_stemmers_agree_on_the_sample_vocabulary(built: BuildR
 def test_unknown_language_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         Analyzer(AnalyzerConfig(language="klingon"))
+
+
+def test_a_query_analyzer_remembers_a_bounded_number_of_stems() -> None:
+    bounded = Analyzer(AnalyzerConfig(), stem_cache_entries=50)
+    unbounded = Analyzer(AnalyzerConfig())
+    words = [f"palavra{n}x inspeções" for n in range(400)]  # an attacker's endless new words
+    assert [bounded.terms(w) for w in words] == [unbounded.terms(w) for w in words]
+    assert len(bounded._stem_cache) <= 50 < len(unbounded._stem_cache)

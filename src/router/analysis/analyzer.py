@@ -85,6 +85,7 @@ class Analyzer:
     config: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     stem: StemFunction | None = None
     accent_lexicon: Mapping[str, str] = field(default_factory=dict)
+    stem_cache_entries: int = 0  # 0: unbounded (a build); a query analyzer bounds it
     _stem_cache: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -116,6 +117,8 @@ class Analyzer:
         if cached is not None:
             return cached
         stem = self._stem_uncached(lowered, folded)
+        if self.stem_cache_entries and len(self._stem_cache) >= self.stem_cache_entries:
+            self._stem_cache.clear()  # queries' words are unbounded (and may be an attack's)
         self._stem_cache[lowered] = stem
         return stem
 

@@ -50,8 +50,8 @@ __all__ = [
 
 EXACT_NAME = "exact.bin"
 EXACT_CHUNK_BYTES = 16 * 1024
-DEFAULT_EXACT_CACHE_TABLES = 256
-"""Decoded key tables an isolate keeps, for the whole package (≈ 4 MiB)."""
+DEFAULT_EXACT_CACHE_TABLES = 128
+"""Decoded key tables an isolate keeps, for the whole package (≈ 2 MiB)."""
 
 _MAGIC = b"KREXDR01"
 _HEADER = struct.Struct("<8sI")

@@ -43,7 +43,7 @@ RECORD_CHUNK_BYTES = 4 * 1024
 """Target size of a record chunk: a response needs a few dozen records scattered over the
 knowledge base, about one chunk each, so small chunks keep its bytes low (≈ 4 KiB a record
 read instead of 16) at the same number of reads."""
-DEFAULT_RECORD_CACHE = 2048
+DEFAULT_RECORD_CACHE = 1024
 """Decoded documents an isolate keeps between queries, for the whole package."""
 
 

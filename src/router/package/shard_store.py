@@ -27,8 +27,10 @@ __all__ = [
     "load_shards",
 ]
 
-DEFAULT_SHARD_CACHE_BYTES = 16 * 1024 * 1024
-"""Shard bytes an isolate keeps between queries (about 250 shards of 64 KiB)."""
+DEFAULT_SHARD_CACHE_BYTES = 8 * 1024 * 1024
+"""Shard bytes an isolate keeps between queries (about 125 shards of 64 KiB): with the other
+caches (texts and records 2 MiB, 1,024 records, 128 exact-key tables) the isolate's budget is
+≈ 14 MiB over its resident directories, whatever the size of the knowledge base."""
 
 
 @dataclass(frozen=True)

@@ -55,25 +55,28 @@ def _offsets(items: Sequence[bytes]) -> list[int]:
 class StringMap(Mapping[str, str]):
     """The decoded table: a read-only mapping, looked up by binary search in the key blob."""
 
-    __slots__ = ("_key_offsets", "_keys", "_value_offsets", "_values")
+    __slots__ = ("_blob", "_key_offsets", "_keys_at", "_value_offsets", "_values_at")
 
     def __init__(
         self,
         key_offsets: Sequence[int],
         value_offsets: Sequence[int],
-        keys: bytes,
-        values: bytes,
+        blob: bytes,
+        keys_at: int,
+        values_at: int,
     ) -> None:
         self._key_offsets = key_offsets
         self._value_offsets = value_offsets
-        self._keys = keys
-        self._values = values
+        self._blob = blob  # the whole file, sliced in place (a copy would hold it twice)
+        self._keys_at = keys_at
+        self._values_at = values_at
 
     def __len__(self) -> int:
         return len(self._key_offsets) - 1
 
     def _key(self, index: int) -> bytes:
-        return self._keys[self._key_offsets[index] : self._key_offsets[index + 1]]
+        at = self._keys_at
+        return self._blob[at + self._key_offsets[index] : at + self._key_offsets[index + 1]]
 
     def _find(self, key: str) -> int | None:
         wanted = key.encode("utf-8", "surrogatepass")
@@ -90,8 +93,9 @@ class StringMap(Mapping[str, str]):
         index = self._find(key) if isinstance(key, str) else None
         if index is None:
             raise KeyError(key)
+        at = self._values_at
         start, end = self._value_offsets[index], self._value_offsets[index + 1]
-        return self._values[start:end].decode("utf-8")
+        return self._blob[at + start : at + end].decode("utf-8")
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._find(key) is not None
@@ -106,7 +110,7 @@ class StringMap(Mapping[str, str]):
 
     def key_characters(self) -> set[str]:
         """Every character of every key (the typo repair's alphabet)."""
-        return set(self._keys.decode("utf-8"))
+        return set(self._blob[self._keys_at : self._values_at].decode("utf-8"))
 
 
 def decode_string_map(blob: bytes, what: str) -> StringMap:
@@ -126,9 +130,7 @@ def decode_string_map(blob: bytes, what: str) -> StringMap:
         or len(blob) != keys_end + value_offsets[entries]
     ):
         raise PackageFormatError(f"{what} has inconsistent lengths")
-    return StringMap(
-        key_offsets, value_offsets, bytes(view[tables:keys_end]), bytes(view[keys_end:])
-    )
+    return StringMap(key_offsets, value_offsets, blob, tables, keys_end)
 
 
 class FirstOf(Mapping[str, str]):

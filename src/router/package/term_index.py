@@ -38,17 +38,19 @@ def encode_terms(terms: Sequence[str]) -> bytes:
 class TermIndex:
     """Term → id (its rank in the sorted vocabulary), without a Python object per term."""
 
-    __slots__ = ("_blob", "_offsets")
+    __slots__ = ("_base", "_blob", "_offsets")
 
-    def __init__(self, offsets: Sequence[int], blob: bytes) -> None:
+    def __init__(self, offsets: Sequence[int], blob: bytes, base: int = 0) -> None:
         self._offsets = offsets
-        self._blob = blob
+        self._blob = blob  # the whole file: slicing a copy of its terms would hold them twice
+        self._base = base  # where the terms start in it
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
     def _raw(self, index: int) -> bytes:
-        return self._blob[self._offsets[index] : self._offsets[index + 1]]
+        base = self._base
+        return self._blob[base + self._offsets[index] : base + self._offsets[index + 1]]
 
     def get(self, term: str) -> int | None:
         """The id of ``term``, or None when the partition does not index it."""
@@ -83,7 +85,6 @@ def decode_terms(blob: bytes) -> TermIndex:
     if len(blob) < start:
         raise PackageFormatError("terms.bin is truncated")
     offsets = little_endian_view(memoryview(blob)[_HEADER.size : start], "I")
-    text = blob[start:]
-    if offsets[0] != 0 or offsets[count] != len(text):
+    if offsets[0] != 0 or offsets[count] != len(blob) - start:
         raise PackageFormatError("terms.bin has inconsistent offsets")
-    return TermIndex(offsets, text)
+    return TermIndex(offsets, blob, start)

@@ -25,9 +25,9 @@ __all__ = [
     "loop_running",
 ]
 
-DEFAULT_TEXT_CACHE_BYTES = 4 * 1024 * 1024
-"""Chunk bytes an isolate keeps between queries, for the whole package (about 256 chunks of
-16 KiB, texts and records of every partition together)."""
+DEFAULT_TEXT_CACHE_BYTES = 2 * 1024 * 1024
+"""Chunk bytes an isolate keeps between queries, for the whole package (texts and records of
+every partition together: about 128 text chunks of 16 KiB, or 512 record chunks of 4 KiB)."""
 
 ChunkFetcher = Callable[[str], Awaitable[bytes]]
 """``fetch(name)``: the verified bytes of one chunk file of this package."""

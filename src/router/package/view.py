@@ -42,6 +42,9 @@ __all__ = [
 
 T = TypeVar("T")
 
+QUERY_STEM_CACHE_ENTRIES = 20_000
+"""Words whose stems a view's analyzer remembers between queries."""
+
 
 @dataclass(frozen=True)
 class ExactTarget:
@@ -231,7 +234,6 @@ class PackageView(VersionFacts):
     synonyms: list[list[str]]
     shared_view: PackageView | None = None  # the anonymous view (None: this is it)
     impact_bounds: dict[tuple[int, int], float] = field(default_factory=dict)  # memoised maxima
-    visible_docs: dict[Any, Any] = field(default_factory=dict)  # filter → its masks
     derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
     loaded: Mapping[int, Document] = field(default_factory=dict)  # records read by this query
     exact_found: Mapping[str, list[ExactTarget]] = field(default_factory=dict)  # keys looked up
@@ -425,7 +427,11 @@ def compose_view(
         doc_count=doc_count,
         section_doc=SectionDocs(first_sections, sections),
         doc_first_section=first_sections,
-        analyzer=Analyzer(AnalyzerConfig.from_dict(manifest.analyzer), accent_lexicon=lexicon),
+        analyzer=Analyzer(
+            AnalyzerConfig.from_dict(manifest.analyzer),
+            accent_lexicon=lexicon,
+            stem_cache_entries=QUERY_STEM_CACHE_ENTRIES,
+        ),
         texts=ViewTexts(parts),
         synonyms=shared.synonyms,
         shared_view=shared_view,

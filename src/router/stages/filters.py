@@ -9,17 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from router.knowledge.model import Document
-from router.package.doc_columns import day_number
+from router.package.doc_columns import DocColumns, day_number
 from router.package.view import PackageView
+
+if TYPE_CHECKING:
+    from router.package.reader import Partition
 
 __all__ = ["Mask", "Visibility", "visible_documents", "visible_sections"]
 
-VISIBILITY_CACHE_BYTES = 8 * 1024 * 1024
-"""Bytes of masks kept per view; one mask costs a byte per section and per document."""
-VISIBILITY_CACHE_ENTRIES = 256
-"""At most this many distinct (day, deprecation) visibilities per view, however small."""
+VISIBILITY_CACHE_ENTRIES = 8
+"""Distinct (day, deprecation) visibilities whose masks a partition keeps (most queries ask
+about today; the masks cost a byte per section and per document each)."""
 
 
 class Mask(bytes):
@@ -69,29 +72,39 @@ def visible_sections(package: PackageView, visibility: Visibility) -> Mask | Non
 
 
 def _masks(package: PackageView, visibility: Visibility) -> _Masks:
+    """The view's masks: each partition's (built once per visibility and kept on the
+    partition, so the shared partition's serve every view), joined for this view."""
+    parts = [_partition_masks(part.partition, visibility) for part in package.parts]
+    if len(parts) == 1:
+        return parts[0]
+    docs = Mask(b"".join(p.documents for p in parts))
+    if all(p.sections is None for p in parts):
+        return _Masks(docs, None)
+    first = package.parts[1].partition.first_section
+    sections = [
+        p.sections if p.sections is not None else _RUNS[1] * n
+        for p, n in zip(parts, (first, package.num_sections - first), strict=True)
+    ]
+    return _Masks(docs, Mask(b"".join(sections)))
+
+
+def _partition_masks(partition: Partition, visibility: Visibility) -> _Masks:
     key = (visibility.day, visibility.include_deprecated)
-    cache = package.visible_docs
+    cache: dict[tuple[str, bool], _Masks] = partition.derived.setdefault("visibility", {})
     found = cache.get(key)
     if found is None:
-        found = _build_masks(package, visibility)
-        per_entry = max(1, package.num_sections + package.doc_count)
-        if len(cache) >= min(VISIBILITY_CACHE_ENTRIES, VISIBILITY_CACHE_BYTES // per_entry):
+        if len(cache) >= VISIBILITY_CACHE_ENTRIES:
             cache.clear()
-        cache[key] = found
+        found = cache[key] = _build_masks(partition.columns, visibility)
     return found
 
 
-def _build_masks(package: PackageView, visibility: Visibility) -> _Masks:
-    docs = bytearray()
-    sections = bytearray()
-    for part in package.parts:
-        columns = part.partition.columns
-        shown = bytes(columns.visible(visibility.day_number, visibility.include_deprecated))
-        docs += shown
-        first = columns.first
-        runs = zip(shown, pairwise(first), strict=True)
-        sections += b"".join(_RUNS[v] * (b - a) for v, (a, b) in runs)
-    return _Masks(Mask(docs), None if all(docs) else Mask(sections))
+def _build_masks(columns: DocColumns, visibility: Visibility) -> _Masks:
+    shown = bytes(columns.visible(visibility.day_number, visibility.include_deprecated))
+    if all(shown):
+        return _Masks(Mask(shown), None)
+    runs = zip(shown, pairwise(columns.first), strict=True)
+    return _Masks(Mask(shown), Mask(b"".join(_RUNS[v] * (b - a) for v, (a, b) in runs)))
 
 
 _RUNS = (b"\x00", b"\x01")
