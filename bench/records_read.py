@@ -8,7 +8,7 @@ from the real Worker runtime (Pyodide 314 in Node, tests/pyodide's host, wrangle
 D1 through the Worker's bindings), on the same records:
 
 - **R2 chunks** (what format 3 does): the record chunks holding the documents, fetched
-  concurrently through the R2 binding, each verified (sha256) and its records decoded;
+  concurrently through the R2 binding, each verified (its content name) and its records decoded;
 - **D1 rows**: one ``SELECT record FROM bench_records WHERE version = ? AND doc_index IN (…)``
   over a table holding one JSON record per document (created and filled here, as a publish
   would), decoded.
@@ -67,9 +67,10 @@ result = len(rows)
 
 # Runs inside Pyodide: one trial of each method, returns ms and bytes.
 _TRIAL = """
-import asyncio, hashlib, json, time
+import asyncio, json, time
 from router.adapters.cloudflare.jsconv import binding, sql_params, to_py
 from router.adapters.cloudflare.r2 import R2BlobStore
+from router.package.content_names import verify_named
 from router.package.texts import decode_text_index
 store = R2BlobStore(binding(env, "KNOWLEDGE_BUCKET"))
 prefix = "packages/" + VERSION + "/shared."
@@ -82,7 +83,7 @@ if METHOD == "r2":
     blobs = await asyncio.gather(*(store.get(prefix + n) for n in names))
     by_chunk = {}
     for chunk, name, blob in zip(chunks, names, blobs):
-        assert hashlib.sha256(blob).hexdigest() == HASHES[name]
+        verify_named(name, blob)
         by_chunk[chunk] = blob
     records = [json.loads(index.text(d, by_chunk[index.chunk_of(d)])) for d in DOCS]
     out = {"ms": (time.perf_counter() - started) * 1000, "bytes": sum(map(len, blobs)),
@@ -136,11 +137,6 @@ def main() -> None:
         version = manifest.knowledge_version
         index_blob = (folder / f"shared.{RECORDS_INDEX_NAME}").read_bytes()
         documents = decode_text_index(index_blob, RECORDS_STEM).sections
-        hashes = {
-            name.removeprefix("shared."): entry["sha256"]
-            for name, entry in manifest.artifacts.items()
-            if name.startswith("shared.records-")
-        }
         state = work / "state"
         apply = ["d1", "migrations", "apply", "KNOWLEDGE_DB", "--local", "--persist-to"]
         run_wrangler([*apply, str(state), "--env="])
@@ -159,7 +155,6 @@ def main() -> None:
                             VERSION=version,
                             METHOD=method,
                             DOCS=docs,
-                            HASHES=hashes,
                             INDEX_BLOB=index_blob,
                         )
                         trials.append(host.python(code))

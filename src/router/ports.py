@@ -22,6 +22,7 @@ __all__ = [
     "KeyValueStore",
     "LoggedQuery",
     "QueryLog",
+    "RecordRows",
     "RelationalStore",
     "VectorIndex",
     "VectorMatch",
@@ -62,6 +63,14 @@ class RelationalStore(Protocol):
     async def record_version(
         self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
     ) -> None: ...
+
+
+class RecordRows(Protocol):
+    """D1's ``knowledge_records``: the read path of document records (docs/adr/0010 §3)."""
+
+    async def read(self, version: str, partition: str, docs: Sequence[int]) -> dict[int, str]:
+        """Record texts of ``docs`` (partition-local) of one partition; absent rows left out."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from router.ports import (
     Embedder,
     Generator,
     KeyValueStore,
+    RecordRows,
     VectorIndex,
 )
 from router.stages.cache import QueryCache
@@ -92,6 +93,8 @@ class KnowledgeService:
     vector_stage: VectorStageFactory | None = None
     # Records served queries for cache warming (best effort, never fails a query).
     recorder: QueryRecorder | None = None
+    # D1's knowledge_records: the records a response needs in one query (else the R2 chunks)
+    record_rows: RecordRows | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
     last_load_error: str | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
@@ -184,11 +187,18 @@ class KnowledgeService:
         files = await fetch_package_files(
             get, where, with_vectors=self.needs_vectors, with_lazy=False
         )
+        rows = self.record_rows
+
+        async def read_rows(partition: str, docs: list[int]) -> dict[int, str]:
+            assert rows is not None
+            return await rows.read(version, partition, docs)
+
         package = load_package(
             files[MANIFEST_NAME],
             files.__getitem__,
             with_vectors=self.needs_vectors,
             fetch_chunk=lambda name: fetch_artifact(get, where, name),
+            read_rows=read_rows if rows is not None else None,
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")

@@ -28,7 +28,7 @@ __all__ = [
 MAX_BOUND_PARAMETERS = 100
 """D1's limit of bound parameters per statement (SQLite's own limit is far higher)."""
 
-CATALOG_TABLES = ("documents", "sections", "links", "keywords")
+CATALOG_TABLES = ("documents", "sections", "links", "keywords", "records")
 """Tables ``knowledge_<name>`` holding one version's rows (children of ``knowledge_versions``)."""
 
 Statement = tuple[str, list[Any]]

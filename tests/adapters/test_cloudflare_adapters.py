@@ -27,6 +27,7 @@ from fastapi.testclient import TestClient
 from router.adapters.cloudflare import (
     CloudflareBindings,
     D1QueryLog,
+    D1RecordRows,
     D1RelationalStore,
     R2BlobStore,
     VectorizeIndex,
@@ -92,7 +93,7 @@ from tests.adapters.cloudflare_fakes import (
     JsError,
     fake_env,
 )
-from tests.common import ROOT, TODAY, write_doc
+from tests.common import ALFA, ROOT, TODAY, write_doc
 
 APR = "O que é APR?"
 LOW_LEXICAL = "para quem ligo se alguém passar mal?"  # weak: reaches the vector fallback
@@ -287,6 +288,46 @@ def test_local_and_d1_stores_write_the_same_rows(built: BuildResult, tmp_path: P
     assert run(d1.count("documents", version)) == built.package.manifest.counts["documents"]
     assert local.count("sections", version) == built.package.manifest.counts["sections"]
     assert max(fake.batch_sizes) <= 40
+
+
+def test_records_are_read_from_d1_rows_in_one_query_and_from_chunks_without_rows(
+    built: BuildResult,
+) -> None:
+    files = built.package.files()
+    version = built.package.knowledge_version
+    fake = FakeD1()
+    rows = catalog_rows(package_catalog(files, Manifest.from_bytes(files["manifest.json"])))
+    run(D1RelationalStore(fake).record_version(version, files["manifest.json"], rows))
+    assert len(rows["records"]) == built.package.manifest.counts["documents"]
+    fetched: list[str] = []
+
+    async def fetch_chunk(name: str) -> bytes:
+        fetched.append(name)
+        return files[name]
+
+    async def read_rows(partition: str, docs: list[int]) -> dict[int, str]:
+        return await D1RecordRows(fake).read(version, partition, docs)
+
+    def package() -> Any:
+        manifest = files["manifest.json"]
+        return load_package(
+            manifest, files.__getitem__, fetch_chunk=fetch_chunk, read_rows=read_rows
+        )
+
+    request = QueryRequest(query="Quem aprova a PT de trabalho em altura?", tenant=ALFA)
+    plain = run_query(load_package(files["manifest.json"], files.__getitem__), request, today=TODAY)
+    before = fake.queries
+    from_rows = run_query(package(), request, today=TODAY)
+    assert from_rows.results == plain.results and from_rows.answer == plain.answer
+    assert not [n for n in fetched if ".records-" in n]  # no record chunk was read
+    assert 1 <= fake.queries - before <= 2  # one query per partition in view
+    trace = from_rows.trace["stages"]["records"]
+    texts = [n for n in fetched if ".texts-" in n]
+    assert trace["chunks_fetched"] == len(texts) and trace["round_trips"] >= 1  # texts alongside
+    fake.connection.execute("DELETE FROM knowledge_records")  # rows lost: the chunks answer
+    from_chunks = run_query(package(), request, today=TODAY)
+    assert from_chunks.results == plain.results and from_chunks.answer == plain.answer
+    assert [n for n in fetched if ".records-" in n]
 
 
 def test_version_statements_stay_within_d1s_bound_parameter_limit(built: BuildResult) -> None:

@@ -314,11 +314,14 @@ def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str,
     """The partitions' catalogs as one, in package-wide numbering (the partitions in order)."""
     documents: list[dict[str, Any]] = []
     sections: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
     for entry in manifest.partitions:
-        for record in records_in_files(files, entry.key):
+        for local, text in enumerate(records_in_files(files, entry.key)):
+            record = json.loads(text)
             sections += [{**s, "doc": len(documents)} for s in record["sections"]]
             documents.append(record)
-    return {"documents": documents, "sections": sections}
+            records.append({"partition_key": entry.key, "doc_index": local, "record": text})
+    return {"documents": documents, "sections": sections, "records": records}
 
 
 def catalog_rows(catalog: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -360,4 +363,10 @@ def catalog_rows(catalog: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
         for index, doc in enumerate(catalog["documents"])
         for keyword in dict.fromkeys(doc["keywords"])
     ]
-    return {"documents": documents, "sections": sections, "links": links, "keywords": keywords}
+    return {
+        "documents": documents,
+        "sections": sections,
+        "links": links,
+        "keywords": keywords,
+        "records": list(catalog.get("records", [])),
+    }

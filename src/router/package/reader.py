@@ -37,6 +37,7 @@ from router.package.records import (
     RECORDS_STEM,
     DocumentRecords,
     RecordCache,
+    RowReader,
 )
 from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
 from router.package.shards import decode_directory
@@ -179,6 +180,7 @@ class _Caches:
     chunks: ChunkCache
     records: RecordCache
     exact: ExactTables
+    rows: RowReader | None  # not a cache: the row store records are read from first
 
 
 def load_package(
@@ -189,6 +191,7 @@ def load_package(
     fetch_chunk: ChunkFetcher | None = None,
     text_cache_bytes: int = DEFAULT_TEXT_CACHE_BYTES,
     shard_cache_bytes: int = DEFAULT_SHARD_CACHE_BYTES,
+    read_rows: RowReader | None = None,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
@@ -197,7 +200,8 @@ def load_package(
     server whose vector index is remote (Vectorize) never needs the section vectors in memory.
     Section texts and posting shards are never read here: a query fetches the chunks it quotes
     and the shards of its terms, with ``fetch_chunk`` (async; e.g. an R2 read) or else with
-    ``fetch``, verified on arrival.
+    ``fetch``, verified on arrival. ``read_rows`` (D1's ``knowledge_records``) serves the
+    document records a response needs in one query; rows it lacks come from the chunks.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     blobs = {
@@ -206,7 +210,11 @@ def load_package(
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     caches = _Caches(
-        ShardCache(shard_cache_bytes), ChunkCache(text_cache_bytes), RecordCache(), ExactTables()
+        ShardCache(shard_cache_bytes),
+        ChunkCache(text_cache_bytes),
+        RecordCache(),
+        ExactTables(),
+        read_rows,
     )
     partitions = [
         _decode_partition(manifest, entry, blobs, read_chunk, caches)
@@ -270,7 +278,7 @@ def _decode_partition(
         entry=entry,
         columns=columns,
         records=DocumentRecords(
-            record_index, read_own_chunk, entry.key, caches.chunks, caches.records
+            record_index, read_own_chunk, entry.key, caches.chunks, caches.records, caches.rows
         ),
         term_ids=terms,
         postings=PartitionShards(entry.key, directory, read_chunk, caches.shards),

@@ -14,11 +14,12 @@ long as it runs, so another query's reads never evict them.
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from router.errors import PackageFormatError
+from router.errors import PackageFormatError, RouterError
 from router.knowledge.model import Document, Link, Section
 from router.package.partitions import partition_file
 from router.package.text_store import ChunkCache, ChunkFetcher, SectionTexts, TextReads
@@ -31,11 +32,18 @@ __all__ = [
     "RECORD_CHUNK_BYTES",
     "DocumentRecords",
     "RecordCache",
+    "RowReader",
     "decode_record",
     "encode_records",
     "record_of",
     "records_in_files",
 ]
+
+log = logging.getLogger(__name__)
+
+RowReader = Callable[[str, list[int]], Awaitable[dict[int, str]]]
+"""``read(partition, docs)``: record texts by partition-local document, from a row store (D1's
+``knowledge_records``); the rows it lacks are read from the chunks."""
 
 RECORDS_STEM = "records"
 RECORDS_INDEX_NAME = f"{RECORDS_STEM}.bin"
@@ -133,16 +141,16 @@ def decode_record(item: str) -> Document:
         raise PackageFormatError(f"a document record is malformed: {exc!r}") from exc
 
 
-def records_in_files(files: Mapping[str, bytes], partition: str) -> list[dict[str, Any]]:
-    """Every record of one partition, as JSON objects, from a package's files (publish)."""
+def records_in_files(files: Mapping[str, bytes], partition: str) -> list[str]:
+    """Every record of one partition, as its JSON text, from a package's files (publish)."""
     index = decode_text_index(files[partition_file(partition, RECORDS_INDEX_NAME)], RECORDS_STEM)
     records = []
     for chunk, name in enumerate(index.chunk_names()):
         blob = files[partition_file(partition, name)]
         for doc in range(index.first[chunk], index.first[chunk + 1]):
             try:
-                records.append(json.loads(index.text(doc, blob)))
-            except (UnicodeDecodeError, ValueError) as exc:
+                records.append(index.text(doc, blob))
+            except UnicodeDecodeError as exc:
                 raise PackageFormatError(f"{partition}: record {doc} is malformed") from exc
     return records
 
@@ -180,12 +188,14 @@ class DocumentRecords:
         owner: str,
         chunks: ChunkCache,
         decoded: RecordCache,
+        rows: RowReader | None = None,
     ) -> None:
         self.index = index
         self._fetch = fetch
         self._owner = owner
         self._chunks = SectionTexts(index, fetch, cache=chunks, owner=owner)
         self._decoded = decoded
+        self._rows = rows
 
     @property
     def documents(self) -> int:
@@ -212,10 +222,39 @@ class DocumentRecords:
         missing = [d for d in wanted if d not in found]
         if not missing:
             return found, TextReads(len(wanted), 0, 0, 0)
-        items, cost = await self._chunks.load(missing)
-        for doc, item in items.items():
-            found[doc] = decode_record(item)
+        from_rows, row_bytes = await self._read_rows(missing)
+        found.update(from_rows)
+        missing = [d for d in missing if d not in from_rows]
+        cost = TextReads(0, 0, 0, 0)
+        if missing:  # no row store, or it failed or lacked rows: the verified chunks
+            items, cost = await self._chunks.load(missing)
+            found.update((doc, decode_record(item)) for doc, item in items.items())
+        for doc in from_rows.keys() | set(missing):
             self._decoded.put((self._owner, doc), found[doc])
         return found, TextReads(
-            len(wanted), cost.chunks_fetched, cost.bytes_fetched, cost.round_trips
+            len(wanted),
+            cost.chunks_fetched,
+            cost.bytes_fetched + row_bytes,
+            cost.round_trips + (1 if self._rows is not None else 0),
         )
+
+    async def _read_rows(self, docs: list[int]) -> tuple[dict[int, Document], int]:
+        """The documents the row store gives (none without one); a failed read or a malformed
+        row is logged and left to the chunks."""
+        if self._rows is None:
+            return {}, 0
+        try:
+            rows = await self._rows(self._owner, docs)
+        except RouterError as exc:
+            log.warning("record rows of %s unreadable, reading chunks: %s", self._owner, exc)
+            return {}, 0
+        found: dict[int, Document] = {}
+        for doc in docs:
+            item = rows.get(doc)
+            if item is None:
+                continue
+            try:
+                found[doc] = decode_record(item)
+            except PackageFormatError as exc:
+                log.warning("record %s/%d malformed, reading its chunk: %s", self._owner, doc, exc)
+        return found, sum(len(rows[d].encode("utf-8")) for d in found)

@@ -5,7 +5,7 @@ are the Worker's side of the ports, and :mod:`.jsconv` is the only module that t
 FFI, so everything here also imports (and is tested with Python fakes) in CPython.
 """
 
-from router.adapters.cloudflare.d1 import D1QueryLog, D1RelationalStore
+from router.adapters.cloudflare.d1 import D1QueryLog, D1RecordRows, D1RelationalStore
 from router.adapters.cloudflare.kv import WorkersKV
 from router.adapters.cloudflare.r2 import R2BlobStore
 from router.adapters.cloudflare.service import (
@@ -24,6 +24,7 @@ from router.adapters.cloudflare.workers_ai import WorkersAiEmbedder, WorkersAiGe
 __all__ = [
     "CloudflareBindings",
     "D1QueryLog",
+    "D1RecordRows",
     "D1RelationalStore",
     "R2BlobStore",
     "VectorizeIndex",

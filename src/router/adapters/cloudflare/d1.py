@@ -18,6 +18,7 @@ from router.errors import BindingError
 from router.ops.query_log import hour_of, logged_params, row_to_logged
 from router.ports import LoggedQuery
 from router.sql import (
+    MAX_BOUND_PARAMETERS,
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,
     QUERY_LOG_RECORD,
@@ -26,7 +27,7 @@ from router.sql import (
     version_statements,
 )
 
-__all__ = ["DEFAULT_MAX_BATCH", "D1QueryLog", "D1RelationalStore", "run_batches"]
+__all__ = ["DEFAULT_MAX_BATCH", "D1QueryLog", "D1RecordRows", "D1RelationalStore", "run_batches"]
 
 DEFAULT_MAX_BATCH = 50
 """Statements per ``batch`` call."""
@@ -78,6 +79,26 @@ class D1RelationalStore:
             [version],
         )
         return int(rows[0]["n"]) if rows else 0
+
+
+class D1RecordRows:
+    """Document records by id: one query for a response's records of a partition (instead of
+    one R2 get per record chunk, six at a time: bench/records_read.py)."""
+
+    def __init__(self, binding: Any) -> None:
+        self.binding = binding
+
+    async def read(self, version: str, partition: str, docs: Sequence[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for chunk in chunked(list(docs), MAX_BOUND_PARAMETERS - 2):
+            marks = ", ".join("?" * len(chunk))
+            sql = (
+                "SELECT doc_index, record FROM knowledge_records "
+                f"WHERE version = ? AND partition_key = ? AND doc_index IN ({marks})"
+            )
+            for row in await _all(self.binding, sql, [version, partition, *chunk]):
+                found[int(row["doc_index"])] = str(row["record"])
+        return found
 
 
 class D1QueryLog:

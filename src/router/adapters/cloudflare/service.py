@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from router.adapters.cloudflare.d1 import D1QueryLog, D1RelationalStore
+from router.adapters.cloudflare.d1 import D1QueryLog, D1RecordRows, D1RelationalStore
 from router.adapters.cloudflare.jsconv import binding, to_py
 from router.adapters.cloudflare.kv import WorkersKV
 from router.adapters.cloudflare.r2 import R2BlobStore
@@ -87,6 +87,7 @@ class CloudflareBindings:
     blobs: R2BlobStore | None = None
     relational: D1RelationalStore | None = None
     query_log: D1QueryLog | None = None
+    record_rows: D1RecordRows | None = None
     vectors_binding: Any = None
     ai_binding: Any = None
 
@@ -139,6 +140,7 @@ def bindings(env: Any) -> CloudflareBindings:
         blobs=R2BlobStore(bucket) if bucket is not None else None,
         relational=D1RelationalStore(db) if db is not None else None,
         query_log=D1QueryLog(db) if db is not None else None,
+        record_rows=D1RecordRows(db) if db is not None else None,
         vectors_binding=binding(env, VECTORS_BINDING),
         ai_binding=binding(env, AI_BINDING),
     )
@@ -209,6 +211,7 @@ def build_service(
         active_version_ttl_s=settings.active_version_ttl_s,
         vector_stage=vector_stage,
         recorder=recorder,
+        record_rows=cf.record_rows,
     )
 
 
