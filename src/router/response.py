@@ -116,24 +116,22 @@ def record_metrics(metrics: Metrics | None, response: QueryResponse, exact_hit: 
 
 def _section_id(package: PackageView) -> Callable[[int], str | None]:
     """A trace reference's section id (None when its record could not be read)."""
-
-    def section_id(section: int) -> str | None:
-        try:
-            return package.sections[section].section_id
-        except RecordNotLoaded:
-            return None
-
-    return section_id
+    return _or_none(lambda section: package.sections[section].section_id)
 
 
 def _doc_id(package: PackageView) -> Callable[[int], str | None]:
-    def doc_id(doc: int) -> str | None:
+    """A trace reference's document id (None when its record could not be read)."""
+    return _or_none(lambda doc: package.documents[doc].semantic_id)
+
+
+def _or_none(read: Callable[[int], str]) -> Callable[[int], str | None]:
+    def resolved(index: int) -> str | None:
         try:
-            return package.documents[doc].semantic_id
+            return read(index)
         except RecordNotLoaded:
             return None
 
-    return doc_id
+    return resolved
 
 
 def _result(package: PackageView, candidate: Fused) -> RetrievalResult:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from router.stages.cache import CACHE_PREFIX, LruCache, cache_key
+from router.lru import LruCache
+from router.stages.cache import CACHE_PREFIX, cache_key
 from tests.common import ALFA, TODAY
 
 

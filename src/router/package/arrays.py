@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from struct import Struct
 from typing import Any
 
 from router.errors import PackageFormatError
 
-__all__ = ["header_fields", "little_endian_bytes", "little_endian_view"]
+__all__ = ["SortedKeys", "header_fields", "little_endian_bytes", "little_endian_view"]
 
 
 def little_endian_bytes(typecode: str, values: Iterable[Any]) -> bytes:
@@ -44,3 +45,29 @@ def header_fields(blob: bytes, header: Struct, magic: bytes, what: str) -> tuple
     if found != magic:
         raise PackageFormatError(f"{what} has magic {found!r}, expected {magic!r}")
     return tuple(fields)
+
+
+class SortedKeys:
+    """``count`` sorted byte keys read by ``key_at(i)`` (slices of a blob): every compiled table
+    finds a key by bisection through this one class."""
+
+    __slots__ = ("_count", "key_at")
+
+    def __init__(self, key_at: Callable[[int], bytes], count: int) -> None:
+        self.key_at = key_at
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> bytes:
+        return self.key_at(index)
+
+    def find(self, wanted: bytes) -> int | None:
+        """The index of ``wanted``, or None when it is not a key."""
+        at = bisect_left(self, wanted)  # type: ignore[call-overload]
+        return at if at < self._count and self.key_at(at) == wanted else None
+
+    def last_at_most(self, wanted: bytes) -> int:
+        """The last index whose key is ≤ ``wanted`` (0 when every key is greater)."""
+        return max(0, bisect_right(self, wanted) - 1)  # type: ignore[call-overload]

@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import struct
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from router.errors import PackageFormatError
 from router.knowledge.model import Document
-from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.lru import LruCache
+from router.package.arrays import SortedKeys, header_fields, little_endian_bytes, little_endian_view
 from router.package.exact_keys import (
     ExactKeys,
     LocalTarget,
@@ -120,15 +120,7 @@ class ExactDirectory:
 
     def chunk_of(self, key: str) -> int:
         """The chunk that holds ``key`` if any chunk does (the last whose first key ≤ it)."""
-        wanted = key.encode("utf-8")
-        low, high = 0, self.chunks
-        while low < high:  # first chunk whose first key > wanted
-            middle = (low + high) // 2
-            if self.first_key(middle) <= wanted:
-                low = middle + 1
-            else:
-                high = middle
-        return max(0, low - 1)
+        return SortedKeys(self.first_key, self.chunks).last_at_most(key.encode("utf-8"))
 
 
 def decode_exact_directory(blob: bytes) -> ExactDirectory:
@@ -151,23 +143,8 @@ def decode_exact_directory(blob: bytes) -> ExactDirectory:
     return ExactDirectory(offsets, hashes, first_keys)
 
 
-class ExactTables:
-    """Decoded key tables of one package (every partition), least recently used dropped first."""
-
-    def __init__(self, tables: int = DEFAULT_EXACT_CACHE_TABLES) -> None:
-        self._tables = tables
-        self._held: OrderedDict[str, ExactKeys] = OrderedDict()
-
-    def get(self, name: str) -> ExactKeys | None:
-        found = self._held.get(name)
-        if found is not None:
-            self._held.move_to_end(name)
-        return found
-
-    def put(self, name: str, table: ExactKeys) -> None:
-        self._held[name] = table
-        while len(self._held) > self._tables:
-            self._held.popitem(last=False)
+ExactTables = LruCache[str, ExactKeys]
+"""Decoded key tables of one package (every partition), by file name."""
 
 
 class PartitionExact:

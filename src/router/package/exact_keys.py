@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from router.analysis.text import fold
 from router.errors import PackageFormatError
 from router.knowledge.model import Document
-from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.arrays import SortedKeys, header_fields, little_endian_bytes, little_endian_view
 
 __all__ = [
     "EXACT_KINDS",
@@ -131,15 +131,8 @@ class ExactKeys:
 
     def lookup(self, key: str) -> list[LocalTarget]:
         """The targets of a folded key (none when the partition has no such key)."""
-        wanted = key.encode("utf-8")
-        low, high = 0, len(self.ranges) - 1
-        while low < high:  # first key >= wanted (UTF-8 bytes sort as the str keys did)
-            middle = (low + high) // 2
-            if self._key(middle) < wanted:
-                low = middle + 1
-            else:
-                high = middle
-        if low == len(self.ranges) - 1 or self._key(low) != wanted:
+        low = SortedKeys(self._key, len(self.ranges) - 1).find(key.encode("utf-8"))
+        if low is None:
             return []
         found: list[LocalTarget] = []
         for t in range(self.ranges[low], self.ranges[low + 1]):

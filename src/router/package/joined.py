@@ -10,12 +10,38 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import TypeVar, overload
 
-__all__ = ["Joined", "Offset"]
+__all__ = ["Indexed", "Joined", "Offset"]
 
 T = TypeVar("T")
 
 
-class Joined(Sequence[T]):
+class Indexed(Sequence[T]):
+    """A sequence defined by its length and ``_item(index)`` (a valid index ≥ 0): slicing,
+    negative indices, bounds and iteration are here, once."""
+
+    __slots__ = ()
+
+    def _item(self, index: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._item(index)
+
+    def __iter__(self) -> Iterator[T]:
+        return (self._item(i) for i in range(len(self)))
+
+
+class Joined(Indexed[T]):
     """``first`` then ``second``, indexed as one sequence."""
 
     __slots__ = ("_first", "_second", "_split")
@@ -28,26 +54,15 @@ class Joined(Sequence[T]):
     def __len__(self) -> int:
         return self._split + len(self._second)
 
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if 0 <= index < self._split:
-            return self._first[index]
-        if index < 0 or index - self._split >= len(self._second):
-            raise IndexError(index)
-        return self._second[index - self._split]
+    def _item(self, index: int) -> T:
+        split = self._split
+        return self._first[index] if index < split else self._second[index - split]
 
     def __iter__(self) -> Iterator[T]:
         return chain(self._first, self._second)
 
 
-class Offset(Sequence[int]):
+class Offset(Indexed[int]):
     """A sequence of numbers shifted by a constant (a tenant partition's local document numbers
     as view numbers)."""
 
@@ -60,15 +75,5 @@ class Offset(Sequence[int]):
     def __len__(self) -> int:
         return len(self._values)
 
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-    def __getitem__(self, index: int | slice) -> int | list[int]:
-        if isinstance(index, slice):
-            return [v + self._by for v in self._values[index]]
+    def _item(self, index: int) -> int:
         return self._values[index] + self._by
-
-    def __iter__(self) -> Iterator[int]:
-        by = self._by
-        return (v + by for v in self._values)

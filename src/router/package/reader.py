@@ -18,6 +18,7 @@ from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.package.content_names import verify_named
 from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
 from router.package.exact_chunks import (
+    DEFAULT_EXACT_CACHE_TABLES,
     EXACT_NAME,
     ExactTables,
     PartitionExact,
@@ -33,6 +34,7 @@ from router.package.partitions import (
     partition_key,
 )
 from router.package.records import (
+    DEFAULT_RECORD_CACHE,
     RECORDS_INDEX_NAME,
     RECORDS_STEM,
     DocumentRecords,
@@ -212,8 +214,8 @@ def load_package(
     caches = _Caches(
         ShardCache(shard_cache_bytes),
         ChunkCache(text_cache_bytes),
-        RecordCache(),
-        ExactTables(),
+        RecordCache(DEFAULT_RECORD_CACHE),
+        ExactTables(DEFAULT_EXACT_CACHE_TABLES),
         read_rows,
     )
     partitions = [

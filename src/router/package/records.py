@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from router.errors import PackageFormatError, RouterError
 from router.knowledge.model import Document, Link, Section
+from router.lru import LruCache
 from router.package.partitions import partition_file
 from router.package.text_store import ChunkCache, ChunkFetcher, SectionTexts, TextReads
 from router.package.texts import TextIndex, decode_text_index, encode_texts
@@ -155,26 +155,8 @@ def records_in_files(files: Mapping[str, bytes], partition: str) -> list[str]:
     return records
 
 
-class RecordCache:
-    """Decoded documents of one package (every partition), least recently used dropped first."""
-
-    def __init__(self, entries: int = DEFAULT_RECORD_CACHE) -> None:
-        self._entries = entries
-        self._held: OrderedDict[tuple[str, int], Document] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-    def get(self, key: tuple[str, int]) -> Document | None:
-        found = self._held.get(key)
-        if found is not None:
-            self._held.move_to_end(key)
-        return found
-
-    def put(self, key: tuple[str, int], doc: Document) -> None:
-        self._held[key] = doc
-        while len(self._held) > self._entries:
-            self._held.popitem(last=False)
+RecordCache = LruCache[tuple[str, int], Document]
+"""Decoded documents of one package (every partition), by (partition, document)."""
 
 
 class DocumentRecords:

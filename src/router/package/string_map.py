@@ -20,7 +20,7 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 
 from router.errors import PackageFormatError
-from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.arrays import SortedKeys, header_fields, little_endian_bytes, little_endian_view
 
 __all__ = ["VALUE_SEPARATOR", "FirstOf", "StringMap", "decode_string_map", "encode_string_map"]
 
@@ -79,15 +79,7 @@ class StringMap(Mapping[str, str]):
         return self._blob[at + self._key_offsets[index] : at + self._key_offsets[index + 1]]
 
     def _find(self, key: str) -> int | None:
-        wanted = key.encode("utf-8", "surrogatepass")
-        low, high = 0, len(self)
-        while low < high:
-            middle = (low + high) // 2
-            if self._key(middle) < wanted:
-                low = middle + 1
-            else:
-                high = middle
-        return low if low < len(self) and self._key(low) == wanted else None
+        return SortedKeys(self._key, len(self)).find(key.encode("utf-8", "surrogatepass"))
 
     def __getitem__(self, key: str) -> str:
         index = self._find(key) if isinstance(key, str) else None

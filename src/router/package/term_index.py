@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterator, Sequence
 
 from router.errors import PackageFormatError
-from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.arrays import SortedKeys, header_fields, little_endian_bytes, little_endian_view
 
 __all__ = ["TermIndex", "decode_terms", "encode_terms"]
 
@@ -54,15 +54,7 @@ class TermIndex:
 
     def get(self, term: str) -> int | None:
         """The id of ``term``, or None when the partition does not index it."""
-        wanted = term.encode("utf-8")
-        low, high = 0, len(self)
-        while low < high:
-            middle = (low + high) // 2
-            if self._raw(middle) < wanted:
-                low = middle + 1
-            else:
-                high = middle
-        return low if low < len(self) and self._raw(low) == wanted else None
+        return SortedKeys(self._raw, len(self)).find(term.encode("utf-8"))
 
     def __contains__(self, term: object) -> bool:
         return isinstance(term, str) and self.get(term) is not None

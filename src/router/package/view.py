@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
 from router.knowledge.model import Document, Section
-from router.package.joined import Joined, Offset
+from router.package.joined import Indexed, Joined, Offset
 from router.package.manifest import Manifest
 from router.package.postings import Postings
 from router.package.shard_store import ShardReads, load_shards
@@ -84,7 +84,7 @@ class RecordNotLoaded(LookupError):
     records are read after fusion, for what the response shows)."""
 
 
-class LoadedDocuments(Sequence[Document]):
+class LoadedDocuments(Indexed[Document]):
     """The view's documents as a sequence, of which only the loaded records can be read."""
 
     __slots__ = ("_count", "_loaded")
@@ -96,23 +96,14 @@ class LoadedDocuments(Sequence[Document]):
     def __len__(self) -> int:
         return self._count
 
-    @overload
-    def __getitem__(self, index: int) -> Document: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Document]: ...
-    def __getitem__(self, index: int | slice) -> Document | list[Document]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._count))]
+    def _item(self, index: int) -> Document:
         found = self._loaded.get(index)
         if found is None:
             raise RecordNotLoaded(f"document {index} was not loaded for this query")
         return found
 
-    def __iter__(self) -> Iterator[Document]:
-        return (self[i] for i in range(self._count))
 
-
-class LoadedSections(Sequence[Section]):
+class LoadedSections(Indexed[Section]):
     """The view's sections, read through their (loaded) documents."""
 
     __slots__ = ("_docs", "_first", "_section_doc")
@@ -127,21 +118,12 @@ class LoadedSections(Sequence[Section]):
     def __len__(self) -> int:
         return len(self._section_doc)
 
-    @overload
-    def __getitem__(self, index: int) -> Section: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Section]: ...
-    def __getitem__(self, index: int | slice) -> Section | list[Section]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> Section:
         doc = self._section_doc[index]
         return self._docs[doc].sections[index - self._first[doc]]
 
-    def __iter__(self) -> Iterator[Section]:
-        return (self[i] for i in range(len(self)))
 
-
-class SectionDocs(Sequence[int]):
+class SectionDocs(Indexed[int]):
     """The view document of each view section, found by bisection in the documents' first
     sections (a document's sections are contiguous), so nothing is stored per section."""
 
@@ -154,19 +136,8 @@ class SectionDocs(Sequence[int]):
     def __len__(self) -> int:
         return self._sections
 
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-    def __getitem__(self, index: int | slice) -> int | list[int]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._sections))]
-        if not 0 <= index < self._sections:
-            raise IndexError(index)
+    def _item(self, index: int) -> int:
         return bisect_right(self._first, index) - 1
-
-    def __iter__(self) -> Iterator[int]:
-        return (self[i] for i in range(self._sections))
 
 
 class ViewTexts:

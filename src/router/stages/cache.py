@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from router.deferral import Defer, run_or_defer
+from router.lru import LruCache
 from router.ports import KeyValueStore
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ __all__ = [
     "CACHE_PREFIX",
     "CacheLookup",
     "CacheWhere",
-    "LruCache",
     "QueryCache",
     "cache_key",
     "look_up",
@@ -55,34 +54,11 @@ def cache_key(
     return CACHE_PREFIX + hashlib.sha256(identity.encode()).hexdigest()[:KEY_HEX_CHARS]
 
 
-class LruCache:
-    """Bounded mapping that forgets the least recently used entry first."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[str, Any] = OrderedDict()
-
-    def get(self, key: str) -> Any | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: str, value: Any) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
 class QueryCache:
     """LRU first (microseconds), then KV (shared by isolates); entries are JSON responses."""
 
     def __init__(self, capacity: int, kv: KeyValueStore | None = None) -> None:
-        self.memory = LruCache(capacity)
+        self.memory: LruCache[str, Any] = LruCache(capacity)
         self.kv = kv
 
     async def get(self, key: str) -> tuple[dict[str, Any] | None, CacheWhere]:
