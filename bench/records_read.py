@@ -37,6 +37,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 from tests.pyodide.client import PyodideHost, run_wrangler  # noqa: E402
 
 from router.compile.build import build_knowledge, write_package  # noqa: E402
+from router.package.bundle import BUNDLE_NAME, decode_bundle  # noqa: E402
 from router.package.manifest import Manifest  # noqa: E402
 from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM  # noqa: E402
 from router.package.texts import decode_text_index  # noqa: E402
@@ -47,10 +48,12 @@ import json
 from router.adapters.cloudflare.d1 import run_batches
 from router.adapters.cloudflare.jsconv import binding
 from router.adapters.cloudflare.r2 import R2BlobStore
+from router.package.bundle import decode_bundle
 from router.package.texts import decode_text_index
 store = R2BlobStore(binding(env, "KNOWLEDGE_BUCKET"))
 prefix = "packages/" + VERSION + "/shared."
-index = decode_text_index(await store.get(prefix + "records.bin"), "records")
+bundle = decode_bundle(await store.get(prefix + "partition.bin"), "shared.partition.bin")
+index = decode_text_index(bundle["records.bin"], "records")
 db = binding(env, "KNOWLEDGE_DB")
 await run_batches(db, [(
     "CREATE TABLE IF NOT EXISTS bench_records (version TEXT NOT NULL, doc_index INTEGER NOT NULL,"
@@ -135,7 +138,8 @@ def main() -> None:
         folder = _package(args.package, work)
         manifest = Manifest.from_bytes((folder / "manifest.json").read_bytes())
         version = manifest.knowledge_version
-        index_blob = (folder / f"shared.{RECORDS_INDEX_NAME}").read_bytes()
+        bundle = decode_bundle((folder / f"shared.{BUNDLE_NAME}").read_bytes(), BUNDLE_NAME)
+        index_blob = bundle[RECORDS_INDEX_NAME]
         documents = decode_text_index(index_blob, RECORDS_STEM).sections
         state = work / "state"
         apply = ["d1", "migrations", "apply", "KNOWLEDGE_DB", "--local", "--persist-to"]

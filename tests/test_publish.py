@@ -118,7 +118,7 @@ def test_corrupt_new_version_is_refused_and_the_old_one_keeps_serving(
     assert asyncio.run(service.package()).version == old
     new = _second_package(tmp_path).package
     asyncio.run(publish_package(new.files(), state.blobs, state.kv, activate_now=False))
-    key = package_key(new.knowledge_version, "shared.postings.bin")
+    key = package_key(new.knowledge_version, "shared.partition.bin")
     asyncio.run(state.blobs.put(key, b"garbage"))
     asyncio.run(state.kv.put(ACTIVE_VERSION_KEY, new.knowledge_version))
     response = asyncio.run(service.query(QueryRequest(query="O que é APR?")))
@@ -128,7 +128,7 @@ def test_corrupt_new_version_is_refused_and_the_old_one_keeps_serving(
 
 def test_publishing_a_damaged_package_never_activates_it(state: LocalState, tmp_path: Path) -> None:
     files = dict(_second_package(tmp_path).package.files())
-    files["shared.docs.bin"] = files["shared.docs.bin"][:-10]
+    files["shared.partition.bin"] = files["shared.partition.bin"][:-10]
     before = asyncio.run(state.kv.get(ACTIVE_VERSION_KEY))
     with pytest.raises(IntegrityError):
         asyncio.run(publish_package(files, state.blobs, state.kv, state.relational))

@@ -743,7 +743,7 @@ def _stage_bad_version(env: Any, tmp_path: Path, corrupt: bool = True) -> str:
     run(publish_package(new.files(), cf.blobs, cf.kv, activate_now=False))
     if corrupt:
         r2: FakeR2 = env.KNOWLEDGE_BUCKET
-        r2.objects[package_key(new.knowledge_version, "shared.postings.bin")] = b"garbage"
+        r2.objects[package_key(new.knowledge_version, "shared.partition.bin")] = b"garbage"
     run(activate(cf.kv, new.knowledge_version))
     return new.knowledge_version
 

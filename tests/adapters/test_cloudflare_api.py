@@ -459,7 +459,7 @@ def test_transient_failures_are_retried_and_rows_are_not_duplicated(
     files = embedded.package.files()
     version = embedded.package.knowledge_version
     state = fake.state
-    state.fail("PUT", "r2", "shared.docs.bin", 500)
+    state.fail("PUT", "r2", "shared.partition.bin", 500)
     state.fail("POST", "vectorize", "upsert", 429, retry_after="0")
     state.fail("PUT", "kv", ACTIVE_VERSION_KEY, 503)
     state.fail("POST", "d1", "INSERT INTO knowledge_links", 503)  # mid-way through the rows
@@ -561,7 +561,7 @@ def test_bad_token_names_the_step_and_never_leaks_the_token(
     wrong = "wrong-token-123456"
     with pytest.raises(PublishError) as info:
         _run(_publish(fake, embedded.package.files(), MemoryJournal(), token=wrong))
-    assert info.value.step == blob_step("shared.docs.bin")
+    assert info.value.step == blob_step("shared.partition.bin")
     assert "HTTP 403" in info.value.message and "CLOUDFLARE_API_TOKEN" in info.value.message
     assert wrong not in info.value.message and not fake.state.objects
 
@@ -604,19 +604,20 @@ def test_a_corrupted_upload_fails_verification_and_is_uploaded_again(
     files = embedded.package.files()
     version = embedded.package.knowledge_version
     journal = FileJournal(tmp_path / "journal")
-    fake.state.corrupt.add(package_key(version, "shared.postings.bin"))
+    fake.state.corrupt.add(package_key(version, "shared.partition.bin"))
     with pytest.raises(PublishError) as info:
         _run(_publish(fake, files, journal))
     assert info.value.step == VERIFY_STEP and isinstance(info.value.cause, IntegrityError)
-    assert "shared.postings.bin" in info.value.message and ACTIVE_VERSION_KEY not in fake.state.kv
+    assert "shared.partition.bin" in info.value.message and ACTIVE_VERSION_KEY not in fake.state.kv
     done = _run(journal.done(f"cloudflare:{ACCOUNT}:test", version))
-    assert blob_step("shared.postings.bin") not in done and blob_step("shared.docs.bin") in done
+    tenant = next(n for n in files if n.startswith("t-") and n.endswith(".partition.bin"))
+    assert blob_step("shared.partition.bin") not in done and blob_step(tenant) in done
 
     mark = len(fake.state.log)
     report = _run(_publish(fake, files, journal))
     again = [key for m, s, key in fake.state.log[mark:] if (m, s) == ("PUT", "r2")]
-    assert again == [package_key(version, "shared.postings.bin")]
-    assert report.activated and fake.state.objects[again[0]] == files["shared.postings.bin"]
+    assert again == [package_key(version, "shared.partition.bin")]
+    assert report.activated and fake.state.objects[again[0]] == files["shared.partition.bin"]
     assert ROWS_STEP in report.ran
 
 
@@ -754,7 +755,7 @@ def test_cli_publishes_a_package_folder_and_a_rerun_does_nothing(
     assert main(args) == 0
     out = capsys.readouterr().out
     version = embedded.package.knowledge_version
-    assert "done  blob:shared.docs.bin" in out and "done  activate" in out
+    assert "done  blob:shared.partition.bin" in out and "done  activate" in out
     assert f"knowledge version {version} active on Cloudflare account {ACCOUNT}" in out
     assert fake.state.kv[ACTIVE_VERSION_KEY] == version
 
@@ -875,7 +876,7 @@ def test_cli_publish_local_writes_wranglers_state(
                        persist=persist)  # fmt: skip
     assert active.decode() == version_id
     local = FileJournal(tmp_path / "state" / "publish-journal")
-    key = package_key(version_id, "shared.postings.bin")  # binary: byte-identical through --pipe
+    key = package_key(version_id, "shared.partition.bin")  # binary: byte-identical through --pipe
     stored = _wrangler("r2", "object", "get", f"knowledge-router-packages/{key}", "--pipe",
                        persist=persist)  # fmt: skip
     assert stored == (tmp_path / "state" / "r2" / key).read_bytes()

@@ -224,7 +224,7 @@ def test_publish_gates_against_the_targets_active_version(
     assert _active(state) == before
     candidate = json.loads(files["manifest.json"])["knowledge_version"]
     done = asyncio.run(journal.done("target", candidate))
-    assert ACTIVATE_STEP not in done and "blob:shared.postings.bin" in done
+    assert ACTIVATE_STEP not in done and "blob:shared.partition.bin" in done
 
     report = asyncio.run(gated_publish(files, target, journal, force=True, **options))
     assert report.activated and report.previous_version == before

@@ -45,14 +45,14 @@ def test_manifest_describes_every_artifact(built: BuildResult) -> None:
 
 def test_corrupt_or_truncated_artifacts_are_refused(built: BuildResult) -> None:
     files = dict(built.package.files())
-    tenant = next(n for n in files if n.startswith("t-") and n.endswith(".postings.bin"))
-    for name in ("shared.postings.bin", tenant):  # any partition refuses the whole version
+    tenant = next(n for n in files if n.startswith("t-") and n.endswith(".partition.bin"))
+    for name in ("shared.partition.bin", tenant):  # any partition refuses the whole version
         damaged = bytearray(files[name])
         damaged[100] ^= 0xFF
         with pytest.raises(IntegrityError):
             load_package(files["manifest.json"], {**files, name: bytes(damaged)}.__getitem__)
     with pytest.raises(IntegrityError):
-        load_package(files["manifest.json"], {**files, "shared.docs.bin": b"{}"}.__getitem__)
+        load_package(files["manifest.json"], {**files, "shared.partition.bin": b"{}"}.__getitem__)
     with pytest.raises(PackageFormatError):
         load_package(b"{not json", files.__getitem__)
 

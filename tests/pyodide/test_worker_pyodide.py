@@ -267,7 +267,7 @@ def test_a_corrupt_new_version_is_refused_and_the_previous_keeps_serving(
     newer = build_knowledge(kb, encoder=HashEmbedder()).package
     assert newer.knowledge_version != good
     folder = write_package(newer, tmp_path / "out")
-    postings = folder / "shared.postings.bin"
+    postings = folder / "shared.partition.bin"
     data = bytearray(postings.read_bytes())
     data[len(data) // 2] ^= 0xFF
     postings.write_bytes(bytes(data))

@@ -24,6 +24,7 @@ from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fie
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
+from router.package.bundle import BUNDLE_NAME, encode_bundle
 from router.package.content_names import is_lazy
 from router.package.doc_columns import DOCS_NAME, encode_columns
 from router.package.exact_chunks import encode_exact_chunks
@@ -181,7 +182,17 @@ def compile_documents(
         if not entries:
             shared_lexicon, shared_sections = compiled.lexicon, compiled.sections
             shared_targets = _link_targets(members, 0)
-        artifacts.update({partition_file(key, name): blob for name, blob in compiled.files.items()})
+        resident = {
+            name: blob
+            for name, blob in compiled.files.items()
+            if not is_lazy(name) and name != VECTORS_NAME
+        }
+        artifacts[partition_file(key, BUNDLE_NAME)] = encode_bundle(resident)
+        artifacts.update(
+            (partition_file(key, name), blob)
+            for name, blob in compiled.files.items()
+            if name not in resident
+        )
         entries.append(PartitionEntry(key, tenant, len(members), compiled.sections, first_section))
         blocks = compiled.blocks
         totals.update(compiled.counts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.exact_chunks import EXACT_NAME, decode_exact_directory
 from router.package.manifest import Manifest
 from router.package.partitions import partition_file
@@ -25,9 +26,11 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
     named from the partitions' resident directories in ``resident``."""
     names: list[str] = []
     for entry in manifest.partitions:
+        bundle_name = partition_file(entry.key, BUNDLE_NAME)
+        files = decode_bundle(resident[bundle_name], bundle_name)
 
-        def blob(name: str, key: str = entry.key) -> bytes:
-            return resident[partition_file(key, name)]
+        def blob(name: str, files: dict[str, bytes] = files) -> bytes:
+            return files[name]
 
         shards = decode_directory(blob("postings.bin"))
         exact = decode_exact_directory(blob(EXACT_NAME))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError
+from router.package.bundle import BUNDLE_NAME
 from router.package.content_names import is_lazy
 from router.package.partitions import (
-    PARTITION_FILES,
     PartitionEntry,
     check_partitions,
     partition_file,
@@ -63,8 +63,9 @@ class Manifest:
 
     @property
     def artifact_names(self) -> tuple[str, ...]:
-        """Artifacts this package must have: each partition's files, vectors when embedded."""
-        names = PARTITION_FILES + ((VECTORS_NAME,) if self.embedding else ())
+        """Artifacts this package must have: each partition's bundle (its resident files,
+        ``router.package.bundle``), its vectors when embedded."""
+        names = (BUNDLE_NAME,) + ((VECTORS_NAME,) if self.embedding else ())
         return tuple(partition_file(p.key, name) for p in self.partitions for name in names)
 
     def partition(self, key: str) -> PartitionEntry | None:

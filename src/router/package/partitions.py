@@ -46,8 +46,9 @@ PARTITION_FILES: tuple[str, ...] = (
     "keywords.bin",
     "graph.bin",
 )
-"""The files every partition has (``vectors.bin`` too when the package is embedded; the text
-and record chunks are listed in the manifest and read lazily)."""
+"""The resident files every partition has, bundled into its ``partition.bin``
+(``router.package.bundle``); ``vectors.bin`` sits apart when the package is embedded, and the
+lazily read files are named by the directories among these."""
 
 
 def partition_key(tenant: str) -> str:

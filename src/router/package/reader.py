@@ -15,6 +15,7 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.content_names import verify_named
 from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
 from router.package.exact_chunks import (
@@ -28,6 +29,7 @@ from router.package.graph_table import GraphTable, decode_graph
 from router.package.keywords import KeywordTable, decode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.partitions import (
+    PARTITION_FILES,
     SHARED_PARTITION,
     PartitionEntry,
     partition_file,
@@ -238,8 +240,14 @@ def _decode_partition(
 ) -> Partition:
     """One partition's files, checked against each other and against the manifest."""
 
+    bundle_name = partition_file(entry.key, BUNDLE_NAME)
+    files = decode_bundle(blobs[bundle_name], bundle_name)
+    missing = [name for name in PARTITION_FILES if name not in files]
+    if missing:
+        raise PackageFormatError(f"{bundle_name} has no {', '.join(missing)}")
+
     def blob(name: str) -> bytes:
-        return blobs[partition_file(entry.key, name)]
+        return files[name]
 
     try:
         synonyms = [[str(term) for term in group] for group in json.loads(blob("synonyms.json"))]

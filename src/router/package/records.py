@@ -21,6 +21,7 @@ from typing import Any
 from router.errors import PackageFormatError, RouterError
 from router.knowledge.model import Document, Link, Section
 from router.lru import LruCache
+from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.partitions import partition_file
 from router.package.text_store import ChunkCache, ChunkFetcher, SectionTexts, TextReads
 from router.package.texts import TextIndex, decode_text_index, encode_texts
@@ -143,7 +144,9 @@ def decode_record(item: str) -> Document:
 
 def records_in_files(files: Mapping[str, bytes], partition: str) -> list[str]:
     """Every record of one partition, as its JSON text, from a package's files (publish)."""
-    index = decode_text_index(files[partition_file(partition, RECORDS_INDEX_NAME)], RECORDS_STEM)
+    bundle_name = partition_file(partition, BUNDLE_NAME)
+    resident = decode_bundle(files[bundle_name], bundle_name)
+    index = decode_text_index(resident[RECORDS_INDEX_NAME], RECORDS_STEM)
     records = []
     for chunk, name in enumerate(index.chunk_names()):
         blob = files[partition_file(partition, name)]
