@@ -133,7 +133,7 @@ def decode_exact_directory(blob: bytes) -> ExactDirectory:
         raise PackageFormatError(f"{EXACT_NAME} is truncated")
     offsets = little_endian_view(memoryview(blob)[start:hashes_at], "I")
     try:
-        digests = blob[hashes_at:keys_at].decode("ascii")
+        digests = bytes(blob[hashes_at:keys_at]).decode("ascii")
     except UnicodeDecodeError as exc:
         raise PackageFormatError(f"{EXACT_NAME} has a malformed chunk hash") from exc
     first_keys = bytes(blob[keys_at:])

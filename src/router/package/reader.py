@@ -250,7 +250,8 @@ def _decode_partition(
         return files[name]
 
     try:
-        synonyms = [[str(term) for term in group] for group in json.loads(blob("synonyms.json"))]
+        raw = bytes(blob("synonyms.json"))
+        synonyms = [[str(term) for term in group] for group in json.loads(raw)]
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
     lexicon = decode_string_map(blob("lexicon.bin"), f"{entry.key}.lexicon.bin")

@@ -76,7 +76,7 @@ class StringMap(Mapping[str, str]):
 
     def _key(self, index: int) -> bytes:
         at = self._keys_at
-        return self._blob[at + self._key_offsets[index] : at + self._key_offsets[index + 1]]
+        return bytes(self._blob[at + self._key_offsets[index] : at + self._key_offsets[index + 1]])
 
     def _find(self, key: str) -> int | None:
         return SortedKeys(self._key, len(self)).find(key.encode("utf-8", "surrogatepass"))
@@ -87,7 +87,7 @@ class StringMap(Mapping[str, str]):
             raise KeyError(key)
         at = self._values_at
         start, end = self._value_offsets[index], self._value_offsets[index + 1]
-        return self._blob[at + start : at + end].decode("utf-8")
+        return bytes(self._blob[at + start : at + end]).decode("utf-8")
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._find(key) is not None
@@ -102,7 +102,7 @@ class StringMap(Mapping[str, str]):
 
     def key_characters(self) -> set[str]:
         """Every character of every key (the typo repair's alphabet)."""
-        return set(self._blob[self._keys_at : self._values_at].decode("utf-8"))
+        return set(bytes(self._blob[self._keys_at : self._values_at]).decode("utf-8"))
 
 
 def decode_string_map(blob: bytes, what: str) -> StringMap:

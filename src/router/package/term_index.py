@@ -50,7 +50,7 @@ class TermIndex:
 
     def _raw(self, index: int) -> bytes:
         base = self._base
-        return self._blob[base + self._offsets[index] : base + self._offsets[index + 1]]
+        return bytes(self._blob[base + self._offsets[index] : base + self._offsets[index + 1]])
 
     def get(self, term: str) -> int | None:
         """The id of ``term``, or None when the partition does not index it."""
