@@ -226,26 +226,36 @@ class Vocabulary:
         seen_terms: set[str] = set()
         seen_folds: set[str] = set()
         words: list[Word] = []
-        while len(words) < size + 2 * reserved:  # twice: reserved words with a twin are dropped
-            singular, plural = _word_shape(rng)
-            folded = fold(singular)
-            if len(folded) < 4 or folded in seen_folds or folded in _YAML_SPECIAL:
-                continue
-            terms = analyzer.terms(singular)
-            if len(terms) != 1 or terms[0] in seen_terms:
-                continue
-            if analyzer.terms(plural) != terms or fold(plural) in seen_folds:
-                plural = singular
-            seen_terms.add(terms[0])
-            seen_folds.update((folded, fold(plural)))
-            words.append(Word(singular, plural, folded))
+
+        def draw(count: int) -> None:
+            while len(words) < count:
+                singular, plural = _word_shape(rng)
+                folded = fold(singular)
+                if len(folded) < 4 or folded in seen_folds or folded in _YAML_SPECIAL:
+                    continue
+                terms = analyzer.terms(singular)
+                if len(terms) != 1 or terms[0] in seen_terms:
+                    continue
+                if analyzer.terms(plural) != terms or fold(plural) in seen_folds:
+                    plural = singular
+                seen_terms.add(terms[0])
+                seen_folds.update((folded, fold(plural)))
+                words.append(Word(singular, plural, folded))
+
+        draw(size + 2 * reserved)  # twice: reserved words with a twin are dropped
         pool = words[:size]
         order = sorted(range(size), key=lambda i: len(pool[i].singular) + 3 * rng.random())
         self.pool = [pool[i] for i in order]
         # A reserved word is never one typo from another word: a query for it has one answer,
         # and a caller who cannot see its document gets an abstention, not a "correction".
-        twins = _near_twins(words)
-        self.reserved = [w for w in words[size:] if fold(w.singular) not in twins][:reserved]
+        extra = 2 * reserved
+        while True:  # a larger pool has more near twins: draw more candidates until enough
+            twins = _near_twins(words)
+            self.reserved = [w for w in words[size:] if fold(w.singular) not in twins][:reserved]
+            if len(self.reserved) == reserved or extra > 64 * reserved:
+                break
+            extra *= 2
+            draw(size + extra)
         if len(self.reserved) < reserved:
             raise ValueError(f"only {len(self.reserved)} of {reserved} reserved words are unique")
         self._cumulative = list(itertools.accumulate(r**-ZIPF_S for r in range(1, size + 1)))
