@@ -10,10 +10,10 @@ state it reads and fills is ``router.state.QueryState``; the response shape is
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
@@ -22,7 +22,7 @@ from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
 from router.package.shard_store import ShardReads
-from router.package.text_store import TextReads, loop_running
+from router.package.text_store import TextReads
 from router.ports import Embedder, Generator, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.stages.answer import choose_answer, pick_fact
@@ -41,7 +41,7 @@ from router.stages.texts import load_texts, quoted_sections
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
-from router.sync import run_sync
+from router.sync import concurrently, run_sync
 from router.trace import Trace
 
 __all__ = ["CascadeServices", "run_cascade", "run_query"]
@@ -141,11 +141,10 @@ async def run_cascade(
 async def _first_reads(state: QueryState) -> tuple[TextReads | RouterError, ShardReads]:
     """The exact keys and the posting shards of the query, fetched concurrently: a cold query's
     one round trip before scoring (the directories are resident)."""
-    exact = look_up_keys(state)
-    shards = state.package.load_postings(state.features.terms)
-    if loop_running():
-        return await asyncio.gather(exact, shards)
-    return await exact, await shards
+    exact, shards = await concurrently(
+        [look_up_keys(state), state.package.load_postings(state.features.terms)]
+    )
+    return cast("TextReads | RouterError", exact), cast("ShardReads", shards)
 
 
 async def _vector_stage(state: QueryState, services: CascadeServices) -> list[tuple[int, float]]:

@@ -19,7 +19,7 @@ from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.package.view import PackageView
 from router.stages.bm25 import block_weights
-from router.stages.filters import Mask, Visibility, visible_documents, visible_sections
+from router.stages.filters import Mask, Visibility, VisibleMasks, visibility_masks
 from router.stages.normalizer import NormalizedQuery
 from router.stages.query_analyzer import QueryFeatures
 from router.trace import Trace
@@ -72,14 +72,19 @@ class QueryState:
         return Visibility(self.request.tenant, self.day, self.request.include_deprecated)
 
     @cached_property
+    def masks(self) -> VisibleMasks:
+        """What this caller may see (tenant, validity date, deprecation), joined once."""
+        return visibility_masks(self.package, self.visibility)
+
+    @property
     def visible(self) -> Mask:
         """Documents this caller may see (tenant, validity date, deprecation)."""
-        return visible_documents(self.package, self.visibility)
+        return self.masks.documents
 
-    @cached_property
+    @property
     def allowed(self) -> Mask | None:
         """Sections this caller may see, or None when it may see every section."""
-        return visible_sections(self.package, self.visibility)
+        return self.masks.sections
 
     @cached_property
     def block_weights(self) -> dict[str, float]:

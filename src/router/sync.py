@@ -1,16 +1,19 @@
-"""Running a coroutine that never suspends, without an event loop.
+"""Running coroutines that may never suspend: with or without an event loop.
 
 Why: the cascade and the package readers are written once, as coroutines, because in the Worker
 their I/O is awaited; with no I/O services (``kr query``, a package folder on disk) they never
-suspend, and a caller that is not async can drive them to the end in one step.
+suspend, and a caller that is not async can drive them to the end in one step (``run_sync``).
+Reads that should share one round trip go through ``concurrently``: gathered when a loop runs,
+awaited one by one when ``run_sync`` drives them (``asyncio.gather`` would need a loop).
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+import asyncio
+from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["concurrently", "run_sync"]
 
 T = TypeVar("T")
 
@@ -24,3 +27,20 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return result
     coroutine.close()
     raise RuntimeError("a coroutine that needs I/O was run synchronously; await it instead")
+
+
+def _loop_running() -> bool:
+    """Whether an event loop drives this call (else fetches are awaited one by one)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def concurrently(jobs: Sequence[Awaitable[T]]) -> list[T]:
+    """The results of ``jobs`` in order: awaited together when an event loop runs (one round
+    trip for their I/O), else one after the other (they never suspend then)."""
+    if _loop_running() and len(jobs) > 1:
+        return list(await asyncio.gather(*jobs))
+    return [await job for job in jobs]

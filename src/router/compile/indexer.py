@@ -322,14 +322,13 @@ def _resolver(shared: Targets, own: Targets) -> Callable[[str], int | None]:
     """The view section a wikilink target names: a section id (shared first), else a document's
     first section (shared first) — what a query's view resolves too."""
 
+    first_section = _doc_resolver(shared, own)
+
     def resolve(target: str) -> int | None:
         for sections, _ in (shared, own):
             if target in sections:
                 return sections[target]
-        for _, docs in (shared, own):
-            if target in docs:
-                return docs[target]
-        return None
+        return first_section(target)
 
     return resolve
 

@@ -18,7 +18,6 @@ in it, then one fetch per distinct chunk — made concurrently with the query's 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import struct
 from collections.abc import Iterable, Sequence
@@ -35,7 +34,8 @@ from router.package.exact_keys import (
     encode_table,
     exact_keys_of,
 )
-from router.package.text_store import ChunkFetcher, TextReads, loop_running
+from router.package.text_store import ChunkFetcher, TextReads
+from router.sync import concurrently
 
 __all__ = [
     "DEFAULT_EXACT_CACHE_TABLES",
@@ -174,15 +174,10 @@ class PartitionExact:
                 missing.append(chunk)
             else:
                 tables[chunk] = held
-        blobs = await self._fetch_all([self.file(c) for c in missing])
+        blobs = await concurrently([self._fetch(self.file(c)) for c in missing])
         for chunk, blob in zip(missing, blobs, strict=True):
             tables[chunk] = decode_exact(blob)
             self._cache.put(self.file(chunk), tables[chunk])
         found = {key: tables[chunk_of[key]].lookup(key) for key in wanted}
         cost = TextReads(len(wanted), len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
         return found, cost
-
-    async def _fetch_all(self, names: list[str]) -> list[bytes]:
-        if loop_running() and len(names) > 1:
-            return list(await asyncio.gather(*(self._fetch(name) for name in names)))
-        return [await self._fetch(name) for name in names]

@@ -176,15 +176,15 @@ class KnowledgePackage(VersionFacts):
 
 
 @dataclass(frozen=True)
-class _Caches:
-    """The per-isolate caches of one package, shared by its partitions: one byte budget each,
-    however many tenants the package has."""
+class _Shared:
+    """What the partitions of one package share: the isolate's caches (one budget each, however
+    many tenants the package has) and the row store records are read from first."""
 
     shards: ShardCache
     chunks: ChunkCache
     records: RecordCache
     exact: ExactTables
-    rows: RowReader | None  # not a cache: the row store records are read from first
+    rows: RowReader | None
 
 
 def load_package(
@@ -213,7 +213,7 @@ def load_package(
         for name in manifest.names_to_read(with_vectors=with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
-    caches = _Caches(
+    shared = _Shared(
         ShardCache(shard_cache_bytes),
         ChunkCache(text_cache_bytes),
         RecordCache(DEFAULT_RECORD_CACHE),
@@ -221,7 +221,7 @@ def load_package(
         read_rows,
     )
     partitions = [
-        _decode_partition(manifest, entry, blobs, read_chunk, caches)
+        _decode_partition(manifest, entry, blobs, read_chunk, shared)
         for entry in manifest.partitions
     ]
     return KnowledgePackage(
@@ -236,7 +236,7 @@ def _decode_partition(
     entry: PartitionEntry,
     blobs: dict[str, bytes],
     read_chunk: ChunkFetcher,
-    caches: _Caches,
+    shared: _Shared,
 ) -> Partition:
     """One partition's files, checked against each other and against the manifest."""
 
@@ -289,17 +289,17 @@ def _decode_partition(
         entry=entry,
         columns=columns,
         records=DocumentRecords(
-            record_index, read_own_chunk, entry.key, caches.chunks, caches.records, caches.rows
+            record_index, read_own_chunk, entry.key, shared.chunks, shared.records, shared.rows
         ),
         term_ids=terms,
-        postings=PartitionShards(entry.key, directory, read_chunk, caches.shards),
-        exact=PartitionExact(entry.key, exact_directory, read_chunk, caches.exact),
+        postings=PartitionShards(entry.key, directory, read_chunk, shared.shards),
+        exact=PartitionExact(entry.key, exact_directory, read_chunk, shared.exact),
         keywords=decode_keywords(blob("keywords.bin")),
         graph=decode_graph(blob("graph.bin")),
         lexicon=lexicon,
         surface=surface,
         sounds=sounds,
-        texts=SectionTexts(text_index, read_own_chunk, cache=caches.chunks, owner=entry.key),
+        texts=SectionTexts(text_index, read_own_chunk, cache=shared.chunks, owner=entry.key),
         synonyms=synonyms,
         vectors=vectors,
     )

@@ -149,12 +149,10 @@ def records_in_files(files: Mapping[str, bytes], partition: str) -> list[str]:
     index = decode_text_index(resident[RECORDS_INDEX_NAME], RECORDS_STEM)
     records = []
     for chunk, name in enumerate(index.chunk_names()):
-        blob = files[partition_file(partition, name)]
-        for doc in range(index.first[chunk], index.first[chunk + 1]):
-            try:
-                records.append(index.text(doc, blob))
-            except UnicodeDecodeError as exc:
-                raise PackageFormatError(f"{partition}: record {doc} is malformed") from exc
+        try:
+            records += index.chunk_texts(chunk, files[partition_file(partition, name)])
+        except UnicodeDecodeError as exc:
+            raise PackageFormatError(f"{partition}: a record of {name} is malformed") from exc
     return records
 
 
@@ -182,18 +180,13 @@ class DocumentRecords:
         self._decoded = decoded
         self._rows = rows
 
-    @property
-    def documents(self) -> int:
-        return self.index.sections
-
     async def read_all(self) -> list[Document]:
         """Every document, its chunks read one after the other and not cached (publish and
         diagnostics read a whole version; a query never does)."""
         documents = []
         for chunk, name in enumerate(self.index.chunk_names()):
-            blob = await self._fetch(name)
-            for doc in range(self.index.first[chunk], self.index.first[chunk + 1]):
-                documents.append(decode_record(self.index.text(doc, blob)))
+            items = self.index.chunk_texts(chunk, await self._fetch(name))
+            documents += [decode_record(item) for item in items]
         return documents
 
     async def load(self, docs: Iterable[int]) -> tuple[dict[int, Document], TextReads]:

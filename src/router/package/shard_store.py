@@ -9,7 +9,6 @@ The core stays sans-I/O: ``fetch(name)`` is given by whoever loaded the package.
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -17,7 +16,8 @@ from dataclasses import dataclass
 from router.package.partitions import partition_file
 from router.package.postings import Postings
 from router.package.shards import ShardDirectory, decode_shard
-from router.package.text_store import ChunkFetcher, loop_running
+from router.package.text_store import ChunkFetcher
+from router.sync import concurrently
 
 __all__ = [
     "DEFAULT_SHARD_CACHE_BYTES",
@@ -115,11 +115,7 @@ async def load_shards(wanted: list[tuple[PartitionShards, list[int]]]) -> ShardR
     if not jobs:
         return ShardReads()
     keep = {store.file(store.directory.shard_of(t)) for store, terms in wanted for t in terms}
-    fetches = [store.fetch_shard(shard) for store, shard in jobs]
-    if loop_running() and len(fetches) > 1:
-        blobs = await asyncio.gather(*fetches)
-    else:  # driven without an event loop (run_sync): the fetches never suspend
-        blobs = [await fetch for fetch in fetches]
+    blobs = await concurrently([store.fetch_shard(shard) for store, shard in jobs])
     for (store, _), (shard, blob) in zip(jobs, blobs, strict=True):
         store.remember(shard, blob, keep)
     return ShardReads(len(jobs), sum(len(blob) for _, blob in blobs), 1)

@@ -65,6 +65,10 @@ class TermIndex:
             raise KeyError(term)
         return found
 
+    def key_characters(self) -> set[str]:
+        """Every character of every term (the typo repair's alphabet), read from the blob."""
+        return set(bytes(self._blob[self._base :]).decode("utf-8"))
+
     def __iter__(self) -> Iterator[str]:
         """The terms in order (decoded one at a time)."""
         return (self._raw(i).decode("utf-8") for i in range(len(self)))

@@ -9,12 +9,12 @@ one call are fetched concurrently when an event loop runs, so a cold read is one
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from router.package.texts import TextIndex
+from router.sync import concurrently
 
 __all__ = [
     "DEFAULT_TEXT_CACHE_BYTES",
@@ -22,7 +22,6 @@ __all__ = [
     "ChunkFetcher",
     "SectionTexts",
     "TextReads",
-    "loop_running",
 ]
 
 DEFAULT_TEXT_CACHE_BYTES = 2 * 1024 * 1024
@@ -42,6 +41,15 @@ class TextReads:
     chunks_fetched: int
     bytes_fetched: int
     round_trips: int
+
+    def alongside(self, other: TextReads) -> TextReads:
+        """Both reads, made concurrently: their counts add up, their round trips overlap."""
+        return TextReads(
+            self.sections + other.sections,
+            self.chunks_fetched + other.chunks_fetched,
+            self.bytes_fetched + other.bytes_fetched,
+            max(self.round_trips, other.round_trips),
+        )
 
 
 class ChunkCache:
@@ -124,18 +132,5 @@ class SectionTexts:
     async def _fetch_all(self, chunk_ids: list[int]) -> dict[int, bytes]:
         if not chunk_ids:
             return {}
-        names = [self.index.chunk_name(c) for c in chunk_ids]
-        if loop_running() and len(names) > 1:
-            blobs = await asyncio.gather(*(self._fetch(name) for name in names))
-        else:  # driven without an event loop (run_sync): the fetches never suspend
-            blobs = [await self._fetch(name) for name in names]
+        blobs = await concurrently([self._fetch(self.index.chunk_name(c)) for c in chunk_ids])
         return dict(zip(chunk_ids, blobs, strict=True))
-
-
-def loop_running() -> bool:
-    """Whether an event loop drives this call (else fetches are awaited one by one)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -81,6 +81,10 @@ class TextIndex:
             raise IndexError(f"section {section} is not in this package")
         return bisect_right(self.first, section) - 1
 
+    def chunk_texts(self, chunk: int, blob: bytes) -> list[str]:
+        """Every text of chunk number ``chunk`` (its bytes ``blob``), in order."""
+        return [self.text(s, blob) for s in range(self.first[chunk], self.first[chunk + 1])]
+
     def text(self, section: int, chunk: bytes) -> str:
         """The text of ``section``, cut from the bytes of its chunk."""
         start = self.offsets[section]

@@ -9,7 +9,6 @@ posting; its derived indexes (``derive``) are built per view, at first use.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,7 +22,8 @@ from router.package.manifest import Manifest
 from router.package.postings import Postings
 from router.package.shard_store import ShardReads, load_shards
 from router.package.string_map import FirstOf
-from router.package.text_store import TextReads, loop_running
+from router.package.text_store import TextReads
+from router.sync import concurrently
 
 if TYPE_CHECKING:
     from router.package.reader import Partition
@@ -156,24 +156,14 @@ class ViewTexts:
             if chosen
         ]
         loads = [part.partition.texts.load(local) for part, local in jobs]
-        results = await asyncio.gather(*loads) if loop_running() else [await j for j in loads]
+        results = await concurrently(loads)
         texts: dict[int, str] = {}
         reads = TextReads(0, 0, 0, 0)
         for (part, _), (found, cost) in zip(jobs, results, strict=True):
             base = part.partition.first_section
             texts.update({base + s: text for s, text in found.items()})
-            reads = _combined(reads, cost)
+            reads = reads.alongside(cost)
         return texts, reads
-
-
-def _combined(reads: TextReads, cost: TextReads) -> TextReads:
-    """Two partitions' reads, fetched concurrently (one round trip between them)."""
-    return TextReads(
-        reads.sections + cost.sections,
-        reads.chunks_fetched + cost.chunks_fetched,
-        reads.bytes_fetched + cost.bytes_fetched,
-        max(reads.round_trips, cost.round_trips),
-    )
 
 
 class VersionFacts:
@@ -233,12 +223,12 @@ class PackageView(VersionFacts):
             wanted[index].append(doc - self.parts[index].first_doc)
         jobs = [(part, local) for part, local in zip(self.parts, wanted, strict=True) if local]
         loads = [part.partition.records.load(local) for part, local in jobs]
-        results = await asyncio.gather(*loads) if loop_running() else [await j for j in loads]
+        results = await concurrently(loads)
         found: dict[int, Document] = {}
         reads = TextReads(0, 0, 0, 0)
         for (part, _), (records, cost) in zip(jobs, results, strict=True):
             found.update({part.first_doc + d: doc for d, doc in records.items()})
-            reads = _combined(reads, cost)
+            reads = reads.alongside(cost)
         return found, reads
 
     def with_records(self, records: Mapping[int, Document]) -> PackageView:
@@ -284,7 +274,7 @@ class PackageView(VersionFacts):
         concurrently in every partition in view (one round trip)."""
         wanted = sorted(set(keys))
         loads = [part.partition.exact.lookup(wanted) for part in self.parts]
-        results = await asyncio.gather(*loads) if loop_running() else [await j for j in loads]
+        results = await concurrently(loads)
         found: dict[str, list[ExactTarget]] = {key: [] for key in wanted}
         reads = TextReads(0, 0, 0, 0)
         for part, (targets, cost) in zip(self.parts, results, strict=True):
@@ -292,7 +282,7 @@ class PackageView(VersionFacts):
                 for kind, doc, section, fact in local:
                     where = None if section is None else part.first_section + section
                     found[key].append(ExactTarget(kind, part.first_doc + doc, where, fact))
-            reads = _combined(reads, cost)
+            reads = reads.alongside(cost)
         return found, reads
 
     def with_exact(self, found: Mapping[str, list[ExactTarget]]) -> PackageView:
@@ -410,14 +400,20 @@ def compose_view(
 
 
 def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
-    for index in range(len(parts) - 1, -1, -1):
-        if section >= parts[index].partition.first_section:
-            return index
-    raise IndexError(f"section {section} is not in this view")
+    """The index of the part holding view section ``section``."""
+    return _last_part(parts, section, lambda part: part.partition.first_section, "section")
 
 
 def _part_of_doc(parts: tuple[ViewPart, ...], doc: int) -> int:
+    """The index of the part holding view document ``doc``."""
+    return _last_part(parts, doc, lambda part: part.first_doc, "document")
+
+
+def _last_part(
+    parts: tuple[ViewPart, ...], number: int, first: Callable[[ViewPart], int], what: str
+) -> int:
+    """The last part whose numbering (``first``) starts at or before ``number``."""
     for index in range(len(parts) - 1, -1, -1):
-        if doc >= parts[index].first_doc:
+        if number >= first(parts[index]):
             return index
-    raise IndexError(f"document {doc} is not in this view")
+    raise IndexError(f"{what} {number} is not in this view")

@@ -50,7 +50,7 @@ def term_layer(package: PackageView, part: ViewPart) -> TermLayer:
     """A partition's terms and document frequencies (the largest over its posting blocks)."""
     partition = part.partition
     terms = partition.term_ids
-    return TermLayer(terms, partition.postings.directory.df, _alphabet(terms))
+    return TermLayer(terms, partition.postings.directory.df, _alphabet(terms.key_characters()))
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ def surface_layer(package: PackageView, part: ViewPart) -> SurfaceLayer:
     """The tables the build compiled for a partition (``router.analysis.surface``), read in
     place; only the alphabet is derived, from the words' characters."""
     partition = part.partition
-    letters = sorted(ch for ch in partition.surface.key_characters() if ch.isalpha())
-    return SurfaceLayer(partition.surface, partition.sounds, "".join(letters))
+    alphabet = _alphabet(partition.surface.key_characters())
+    return SurfaceLayer(partition.surface, partition.sounds, alphabet)
 
 
 class FuzzyVocabulary:

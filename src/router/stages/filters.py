@@ -18,7 +18,14 @@ from router.package.view import PackageView
 if TYPE_CHECKING:
     from router.package.reader import Partition
 
-__all__ = ["Mask", "Visibility", "visible_documents", "visible_sections"]
+__all__ = [
+    "Mask",
+    "Visibility",
+    "VisibleMasks",
+    "visibility_masks",
+    "visible_documents",
+    "visible_sections",
+]
 
 VISIBILITY_CACHE_ENTRIES = 8
 """Distinct (day, deprecation) visibilities whose masks a partition keeps (most queries ask
@@ -54,7 +61,9 @@ class Visibility:
 
 
 @dataclass(frozen=True)
-class _Masks:
+class VisibleMasks:
+    """What one query may see: its view's documents, and its sections (None: all of them)."""
+
     documents: Mask
     sections: Mask | None  # None: every section is visible
 
@@ -63,34 +72,35 @@ def visible_documents(package: PackageView, visibility: Visibility) -> Mask:
     """The documents this query may see, as a mask over the view's documents. The view holds
     only documents its caller may see (the shared partition and the caller's own), so the
     filter left is the day and deprecation, read from the resident columns."""
-    return _masks(package, visibility).documents
+    return visibility_masks(package, visibility).documents
 
 
 def visible_sections(package: PackageView, visibility: Visibility) -> Mask | None:
     """The sections the query may see, or None when it may see every section."""
-    return _masks(package, visibility).sections
+    return visibility_masks(package, visibility).sections
 
 
-def _masks(package: PackageView, visibility: Visibility) -> _Masks:
+def visibility_masks(package: PackageView, visibility: Visibility) -> VisibleMasks:
     """The view's masks: each partition's (built once per visibility and kept on the
-    partition, so the shared partition's serve every view), joined for this view."""
+    partition, so the shared partition's serve every view), joined for this view — once per
+    query (``QueryState.masks``)."""
     parts = [_partition_masks(part.partition, visibility) for part in package.parts]
     if len(parts) == 1:
         return parts[0]
     docs = Mask(b"".join(p.documents for p in parts))
     if all(p.sections is None for p in parts):
-        return _Masks(docs, None)
+        return VisibleMasks(docs, None)
     first = package.parts[1].partition.first_section
     sections = [
         p.sections if p.sections is not None else _RUNS[1] * n
         for p, n in zip(parts, (first, package.num_sections - first), strict=True)
     ]
-    return _Masks(docs, Mask(b"".join(sections)))
+    return VisibleMasks(docs, Mask(b"".join(sections)))
 
 
-def _partition_masks(partition: Partition, visibility: Visibility) -> _Masks:
+def _partition_masks(partition: Partition, visibility: Visibility) -> VisibleMasks:
     key = (visibility.day, visibility.include_deprecated)
-    cache: dict[tuple[str, bool], _Masks] = partition.derived.setdefault("visibility", {})
+    cache: dict[tuple[str, bool], VisibleMasks] = partition.derived.setdefault("visibility", {})
     found = cache.get(key)
     if found is None:
         if len(cache) >= VISIBILITY_CACHE_ENTRIES:
@@ -99,12 +109,12 @@ def _partition_masks(partition: Partition, visibility: Visibility) -> _Masks:
     return found
 
 
-def _build_masks(columns: DocColumns, visibility: Visibility) -> _Masks:
+def _build_masks(columns: DocColumns, visibility: Visibility) -> VisibleMasks:
     shown = bytes(columns.visible(visibility.day_number, visibility.include_deprecated))
     if all(shown):
-        return _Masks(Mask(shown), None)
+        return VisibleMasks(Mask(shown), None)
     runs = zip(shown, pairwise(columns.first), strict=True)
-    return _Masks(Mask(shown), Mask(b"".join(_RUNS[v] * (b - a) for v, (a, b) in runs)))
+    return VisibleMasks(Mask(shown), Mask(b"".join(_RUNS[v] * (b - a) for v, (a, b) in runs)))
 
 
 _RUNS = (b"\x00", b"\x01")

@@ -11,15 +11,15 @@ never fails it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from router.errors import RouterError
 from router.knowledge.model import Document
-from router.package.text_store import TextReads, loop_running
+from router.package.text_store import TextReads
 from router.stages.answer import FACT_DOCS_CONSIDERED
+from router.sync import concurrently
 
 if TYPE_CHECKING:
     from router.stages.fusion import Fused
@@ -66,15 +66,9 @@ async def load_records(state: QueryState, docs: set[int], sections: Sequence[int
     ``state.texts``; traced as ``records`` with what both reads cost. False when the records
     could not be read (a failed text read is left to the texts stage to report)."""
     view = state.package
-    jobs = [view.load_records(docs), view.texts.load(sections)]
-    if loop_running():
-        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
-    else:  # driven without an event loop (run_sync): the reads never suspend
-        outcomes = [await _outcome(job) for job in jobs]
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException) and not isinstance(outcome, RouterError):
-            raise outcome
-    records, texts = outcomes
+    records, texts = await concurrently(
+        [_outcome(view.load_records(docs)), _outcome(view.texts.load(sections))]
+    )
     if isinstance(records, RouterError):
         log.error("document records of %s unreadable: %s", view.version, records.message)
         state.trace.stage("records", documents=len(docs), error=records.code)
@@ -88,12 +82,7 @@ async def load_records(state: QueryState, docs: set[int], sections: Sequence[int
         quoted, text_cost = cast("tuple[dict[int, str], TextReads]", texts)
         state.texts.update(quoted)
         details["texts"] = text_cost.sections
-        cost = TextReads(
-            cost.sections,
-            cost.chunks_fetched + text_cost.chunks_fetched,
-            cost.bytes_fetched + text_cost.bytes_fetched,
-            max(cost.round_trips, text_cost.round_trips),  # fetched concurrently
-        )
+        cost = cost.alongside(text_cost)
     state.trace.stage(
         "records",
         **details,
