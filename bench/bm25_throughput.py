@@ -24,6 +24,7 @@ from router.compile.build import build_knowledge
 from router.compile.fields import section_fields
 from router.compile.indexer import BuildConfig, compile_documents
 from router.contract import QueryRequest
+from router.package.listing import postings_bytes
 from router.package.reader import load_package
 from router.pipeline import run_query
 from router.stages.bm25 import max_impact, query_lists, top_k, weighted_scores
@@ -59,11 +60,11 @@ def index_builds(data: Path) -> None:
         size = sum(len(b) for b in files.values())
         postings = compiled.manifest.counts["postings"]
         docs = len(collection.documents)
-        postings_bytes = sum(len(b) for n, b in files.items() if n.endswith(".postings.bin"))
+        stored = postings_bytes(files)  # directories and shards
         print(
             f"  {folder.name:<11} {docs:>6} {build_s:>8.2f} {1000 * build_s / docs:>11.2f} "
             f"{postings:>9} {size / 1e6:>10.2f} {size / postings:>15.2f} "
-            f"{postings_bytes / postings:>16.2f}"
+            f"{stored / postings:>16.2f}"
         )
     print("  (MB per million postings = bytes per posting)")
 

@@ -36,7 +36,7 @@ from router.compile.vector_cache import VectorCache
 from router.config import RetrievalBudget, RouterConfig
 from router.contract import MAX_QUERY_CHARS, QueryRequest
 from router.errors import ConfigError, DatasetError
-from router.package.bundle import BUNDLE_NAME, decode_bundle
+from router.package.listing import postings_bytes
 from router.package.manifest import Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.stages.normalizer import normalize_query
@@ -231,7 +231,7 @@ def compile_collection(
         "documents": len(collection.documents),
         "build_s": round(seconds, 3),
         "package_bytes": sum(len(b) for b in files.values()),
-        "postings_bytes": _postings_bytes(files),
+        "postings_bytes": postings_bytes(files),
         "postings": compiled.manifest.counts.get("postings"),
         "knowledge_version": package.version,
     }
@@ -359,12 +359,3 @@ async def evaluate_collection(
         progress=progress,
         info=info,
     )
-
-
-def _postings_bytes(files: Mapping[str, bytes]) -> int:
-    """Bytes of the postings: every partition's directory (in its bundle) and its shards."""
-    total = sum(len(blob) for name, blob in files.items() if ".s-" in name)
-    for name, blob in files.items():
-        if name.endswith("." + BUNDLE_NAME):
-            total += len(decode_bundle(blob, name)["postings.bin"])
-    return total

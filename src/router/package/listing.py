@@ -18,7 +18,7 @@ from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM
 from router.package.shards import decode_directory
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 
-__all__ = ["lazy_files"]
+__all__ = ["lazy_files", "postings_bytes"]
 
 
 def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
@@ -40,3 +40,12 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
         local += decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM).chunk_names()
         names += [partition_file(entry.key, name) for name in sorted(set(local))]
     return names
+
+
+def postings_bytes(files: Mapping[str, bytes]) -> int:
+    """Bytes of a package's postings: every partition's directory (in its bundle) and shards."""
+    total = sum(len(blob) for name, blob in files.items() if ".s-" in name)
+    for name, blob in files.items():
+        if name.endswith("." + BUNDLE_NAME):
+            total += len(decode_bundle(blob, name)["postings.bin"])
+    return total
