@@ -7,6 +7,7 @@ Why a module and not ``conftest.py``: constants are imported (``from tests.commo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
@@ -29,6 +30,7 @@ __all__ = [
     "llm_context",
     "load_all_postings",
     "with_all_records",
+    "with_terms",
     "write_doc",
 ]
 
@@ -92,11 +94,19 @@ def llm_context() -> AgentKnowledgeContext:
 
 
 def load_all_postings(view: PackageView) -> PackageView:
-    """Fetch every posting shard of a view (for tests that score with ``query_lists`` directly;
-    the cascade fetches the shards of each query's terms itself)."""
-    terms = {t for part in view.parts for t in part.partition.term_ids}
+    """The view with every term and posting shard loaded (for tests that score with
+    ``query_lists`` directly; the cascade reads the terms and shards of each query itself)."""
+    terms = {t for part in view.parts for t in run_sync(part.partition.vocabulary.read_all())}
+    found, _ = run_sync(view.load_terms(terms))
+    view = view.with_terms(found)
     run_sync(view.load_postings(terms))
     return view
+
+
+def with_terms(view: PackageView, terms: Iterable[str]) -> PackageView:
+    """The view with the entries of ``terms`` loaded (known or not), as a query reads them."""
+    found, _ = run_sync(view.load_terms(terms))
+    return view.with_terms(found)
 
 
 def with_all_records(view: PackageView) -> PackageView:

@@ -21,7 +21,6 @@ from router.deferral import Defer
 from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
-from router.package.shard_store import ShardReads
 from router.package.text_store import TextReads
 from router.ports import Embedder, Generator, VectorIndex
 from router.response import build_response, from_cache, record_metrics
@@ -37,6 +36,7 @@ from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
 from router.stages.records import early_sections, load_records, needed_documents
+from router.stages.terms import read_terms
 from router.stages.texts import load_texts, quoted_sections
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
@@ -100,9 +100,9 @@ async def run_cascade(
             return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
         cache_key = lookup.key
 
-    exact_reads, shard_reads = await _first_reads(state)
+    exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
-    state.lexical = await lexical_search(state, features.terms, prefetched=shard_reads)
+    state.lexical = await lexical_search(state, features.terms, prefetched=term_reads)
     if state.exact:
         trace.skip("corrective", "exact hit")
     elif not config.corrective_expansion:
@@ -138,13 +138,13 @@ async def run_cascade(
     return response
 
 
-async def _first_reads(state: QueryState) -> tuple[TextReads | RouterError, ShardReads]:
-    """The exact keys and the posting shards of the query, fetched concurrently: a cold query's
-    one round trip before scoring (the directories are resident)."""
-    exact, shards = await concurrently(
-        [look_up_keys(state), state.package.load_postings(state.features.terms)]
+async def _first_reads(state: QueryState) -> tuple[TextReads | RouterError, TextReads]:
+    """The exact keys and the entries of the query's terms, fetched concurrently: a cold query's
+    first round trip; its posting shards are the second (the lexical search reads them)."""
+    exact, terms = await concurrently(
+        [look_up_keys(state), read_terms(state, state.features.terms)]
     )
-    return cast("TextReads | RouterError", exact), cast("ShardReads", shards)
+    return cast("TextReads | RouterError", exact), cast("TextReads", terms)
 
 
 async def _vector_stage(state: QueryState, services: CascadeServices) -> list[tuple[int, float]]:

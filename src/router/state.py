@@ -62,6 +62,7 @@ class QueryState:
     vector: Ranked = field(default_factory=list)
     assessment: Assessment | None = None
     texts: dict[int, str] = field(default_factory=dict)  # section → text, for what is quoted
+    unreadable: list[str] = field(default_factory=list)  # codes of index reads that failed
 
     def text(self, section: int) -> str:
         """The text of a section the texts stage read ("" when it could not be read)."""

@@ -32,7 +32,7 @@ from router.package.reader import load_package
 from router.package.view import PackageView
 from router.stages.bm25 import block_weights, query_lists, weighted_scores
 from router.stages.bm25_pruning import weighted_top_k
-from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, load_all_postings, write_doc
+from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, load_all_postings, with_terms, write_doc
 
 SCIFACT = SHARED_DATA / "scifact"
 TOLERANCE = 1e-4  # bm25s sums float32 impacts; the Worker sums them as float64
@@ -68,7 +68,8 @@ def _assert_top10_equals_bm25s(
     compared = 0
     for text in queries:
         tokens = package.analyzer.terms(text)
-        ours = weighted_top_k(query_lists(package, tokens, {block: 1.0}, "lucene"), 10).ranked
+        lists = query_lists(with_terms(package, tokens), tokens, {block: 1.0}, "lucene")
+        ours = weighted_top_k(lists, 10).ranked
         known = [t for t in tokens if t in reference.vocab_dict]
         if not known:
             assert ours == [], text
@@ -242,7 +243,8 @@ def test_compiled_bm25f_equals_a_brute_force_bm25f(
     for query in SMALL_QUERIES:
         tokens = package.analyzer.terms(query)
         expected = brute_force_bm25f(sections, weights, tokens)
-        lists = query_lists(package, tokens, block_weights(package.block_names, weights), "lucene")
+        weighted = block_weights(package.block_names, weights)
+        lists = query_lists(with_terms(package, tokens), tokens, weighted, "lucene")
         ours = weighted_scores(lists)
         assert set(ours) == set(expected), query
         for section, score in expected.items():

@@ -62,14 +62,22 @@ def _counting_package(files: dict[str, bytes]):  # type: ignore[no-untyped-def]
     return load_package(files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk), fetched
 
 
-def test_a_cold_exact_query_reads_keys_and_shards_in_one_round_trip(built: BuildResult) -> None:
+def test_a_cold_query_reads_keys_with_its_terms_then_its_shards(built: BuildResult) -> None:
+    """Two sequential round trips before scoring: exact keys and vocabulary chunks together,
+    then the posting shards those terms name (docs/adr/0010)."""
     package, fetched = _counting_package(dict(built.package.files()))
     request = QueryRequest(query="apr.validity")
     response = asyncio.run(run_cascade(package, request, None, CascadeServices(), TODAY))
     stages = response.trace["stages"]
     assert response.results[0].doc_id == "apr.validity" and response.results[0].scores["exact"]
-    assert stages["exact"]["chunks_fetched"] >= 1 and stages["bm25"]["round_trips"] == 1
+    assert stages["exact"]["chunks_fetched"] >= 1 and stages["bm25"]["round_trips"] == 2
     assert sum(".x-" in name for name in fetched) == stages["exact"]["chunks_fetched"]
+    assert sum(".v-" in name for name in fetched) == stages["bm25"]["term_chunks_fetched"] >= 1
+    first_shard = next(i for i, name in enumerate(fetched) if ".s-" in name)
+    assert all(".s-" not in name for name in fetched[:first_shard])
+    assert all(".x-" not in name and ".v-" not in name for name in fetched[first_shard:])
+    warm = asyncio.run(run_cascade(package, request, None, CascadeServices(), TODAY))
+    assert "round_trips" not in warm.trace["stages"]["bm25"]  # the isolate holds them now
 
 
 def test_an_unreadable_exact_chunk_leaves_the_ranking_and_names_the_error(

@@ -40,7 +40,16 @@ from router.stages.bm25 import (
 from router.stages.bm25_pruning import Ranking, ScoreBounds
 from router.stages.bm25_pruning import weighted_top_k as top_k_of_lists
 from router.stages.filters import Visibility, visible_sections
-from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, SHARED_DATA, TODAY, load_all_postings
+from tests.common import (
+    ALFA,
+    BETA,
+    GOLDEN,
+    KNOWLEDGE,
+    SHARED_DATA,
+    TODAY,
+    load_all_postings,
+    with_terms,
+)
 
 SCIFACT = SHARED_DATA / "scifact"
 KS = (10, DEFAULT_BM25_CANDIDATES)  # the benchmark's k and the cascade's
@@ -120,7 +129,9 @@ def _load(documents, config: BuildConfig) -> KnowledgePackage:  # type: ignore[n
 
 def _known(view: PackageView, text: str) -> list[str]:
     """A query's analysed terms that the view indexes (repeats kept, as bm25s counts them)."""
-    return [t for t in view.analyzer.terms(text) if view.knows(t)]
+    terms = view.analyzer.terms(text)
+    loaded = with_terms(view, terms)
+    return [t for t in terms if loaded.knows(t)]
 
 
 # --- a synthetic block full of ties ---------------------------------------------------------------

@@ -1,16 +1,45 @@
-"""Stage — corrective expansion: surface-word typo repair over the corpus vocabulary."""
+"""Stage — corrective expansion: typo repair over the vocabulary the view can read."""
 
 from __future__ import annotations
 
 from router.package.reader import KnowledgePackage
-from router.stages.expansion import surface_vocabulary
+from router.stages.expansion import (
+    SynonymIndex,
+    expand_terms,
+    repair_candidates,
+    surface_vocabulary,
+)
+from router.sync import run_sync
 
 
 def test_surface_correction_never_touches_known_words_codes_or_short_words(
     package: KnowledgePackage,
 ) -> None:
     surface = surface_vocabulary(package.view(None))
-    assert surface.correct("equipamento") is None  # a corpus word is not a typo
-    assert surface.correct("nr35x") is None  # codes are names
-    assert surface.correct("apr") is None  # too short to correct safely
-    assert surface.correct("equipamneto") == "equip"
+    assert surface.stems("equipamento") == set()  # a corpus word is not a typo
+    assert surface.stems("nr35x") == set()  # codes are names
+    assert surface.stems("apr") == set()  # too short to correct safely
+    assert "equip" in surface.stems("equipamneto")
+
+
+def test_a_stem_typo_is_repaired_from_the_few_candidates_the_filters_let_through(
+    package: KnowledgePackage,
+) -> None:
+    """ "permisao" → the stem "permissa" is unknown; its one-edit spellings are filtered by the
+    partitions' Bloom filters, only those are read, and the commonest known one wins."""
+    view = package.view(None)
+    terms = view.analyzer.terms("permisão de trabalho")
+    found, _ = run_sync(view.load_terms(terms))
+    view = view.with_terms(found)
+    unknown = [t for t in terms if not view.knows(t)]
+    assert unknown, terms
+    candidates = repair_candidates(view, terms, {}, None)
+    group = candidates.by_term[unknown[0]]
+    assert 0 < len(group) < 40  # of hundreds of edits, the filter lets through a few
+    found, reads = run_sync(view.load_terms(candidates.terms()))
+    view = view.with_terms(found)
+    assert reads.round_trips <= 1
+    expansion = expand_terms(view, terms, candidates, SynonymIndex(view))
+    corrected = expansion.corrections[unknown[0]]
+    assert view.knows(corrected) and corrected in group
+    assert view.analyzer.terms("permissão")[0] == corrected

@@ -30,15 +30,15 @@ from router.package.doc_columns import DOCS_NAME, encode_columns
 from router.package.exact_chunks import encode_exact_chunks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.graph_table import encode_graph
-from router.package.keywords import encode_keywords
+from router.package.keywords import filed_keywords
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
 from router.package.records import encode_records, record_of
 from router.package.shards import encode_shards
 from router.package.string_map import encode_string_map
-from router.package.term_index import encode_terms
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
+from router.package.vocabulary import encode_vocabulary
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
 from router.stages.graph import RELATION_WEIGHTS
 
@@ -267,20 +267,21 @@ def _compile_partition(
     vocabulary = {term: i for i, term in enumerate(terms)}
     blocks = _posting_blocks(field_tokens, vocabulary, config, first_section)
     bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
-    directory, shards = encode_shards(blocks, len(terms), first_section + len(texts))
+    directory, shards, df = encode_shards(blocks, len(terms), first_section + len(texts))
     own_targets = _link_targets(documents, first_section)
     resolve = _resolver(shared_targets, own_targets)
     files = {
         DOCS_NAME: encode_columns(documents),
         **encode_records(_records(documents, bodies)),
         "synonyms.json": dumps_json([list(group) for group in synonyms]),
-        "terms.bin": encode_terms(terms),
+        **encode_vocabulary(
+            terms,
+            df,
+            filed_keywords(documents, analyzer.terms, vocabulary, first_section, resolve),
+        ),
         "lexicon.bin": encode_string_map(lexicon),
         "postings.bin": directory,
         **encode_exact_chunks(documents),
-        "keywords.bin": encode_keywords(
-            documents, analyzer.terms, vocabulary, first_section, resolve
-        ),
         "graph.bin": encode_graph(
             documents,
             first_section,

@@ -17,12 +17,14 @@ from router.package.partitions import partition_file
 from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM
 from router.package.shards import decode_directory
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
+from router.package.vocabulary import VOCABULARY_NAME, decode_vocabulary_directory
 
 __all__ = ["lazy_files", "postings_bytes"]
 
 
 def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
-    """The lazily read files of every partition (shards, exact-key, text and record chunks),
+    """The lazily read files of every partition (shards, vocabulary, exact-key, text and record
+    chunks),
     named from the partitions' resident directories in ``resident``."""
     names: list[str] = []
     for entry in manifest.partitions:
@@ -36,6 +38,8 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
         exact = decode_exact_directory(blob(EXACT_NAME))
         local = [shards.file_name(s) for s in range(len(shards.hashes))]
         local += [exact.file_name(c) for c in range(exact.chunks)]
+        vocabulary = decode_vocabulary_directory(blob(VOCABULARY_NAME))
+        local += [vocabulary.file_name(c) for c in range(vocabulary.chunks)]
         local += decode_text_index(blob(TEXTS_INDEX_NAME)).chunk_names()
         local += decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM).chunk_names()
         names += [partition_file(entry.key, name) for name in sorted(set(local))]

@@ -43,7 +43,6 @@ PARTITION_FILES: tuple[str, ...] = (
     "sounds.bin",
     "texts.bin",
     "exact.bin",
-    "keywords.bin",
     "graph.bin",
 )
 """The resident files every partition has, bundled into its ``partition.bin``

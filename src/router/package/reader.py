@@ -26,7 +26,6 @@ from router.package.exact_chunks import (
     decode_exact_directory,
 )
 from router.package.graph_table import GraphTable, decode_graph
-from router.package.keywords import KeywordTable, decode_keywords
 from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.partitions import (
     PARTITION_FILES,
@@ -46,7 +45,6 @@ from router.package.records import (
 from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
 from router.package.shards import decode_directory
 from router.package.string_map import StringMap, decode_string_map
-from router.package.term_index import TermIndex, decode_terms
 from router.package.text_store import (
     DEFAULT_TEXT_CACHE_BYTES,
     ChunkCache,
@@ -56,6 +54,13 @@ from router.package.text_store import (
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
 from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
+from router.package.vocabulary import (
+    DEFAULT_VOCABULARY_CACHE_CHUNKS,
+    VOCABULARY_NAME,
+    PartitionVocabulary,
+    VocabularyChunks,
+    decode_vocabulary_directory,
+)
 
 __all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "Partition", "load_package"]
 
@@ -73,10 +78,9 @@ class Partition:
     entry: PartitionEntry
     columns: DocColumns  # per document: first section, validity, trust, deprecation, scope
     records: DocumentRecords  # documents and their sections' headings, links, flags (lazy)
-    term_ids: TermIndex  # term → id in this partition (sorted vocabulary, searched in place)
+    vocabulary: PartitionVocabulary  # terms, their df and keyword phrases: directory (lazy)
     postings: PartitionShards  # the resident directory; shards read per query
     exact: PartitionExact  # exact keys (ids, titles, aliases, facts, section ids): directory
-    keywords: KeywordTable  # compiled keyword phrases
     graph: GraphTable  # compiled edges that start or end in this partition
     lexicon: StringMap  # accent-free word → stem of its accented spelling
     surface: StringMap  # typo repair: folded corpus word → index term
@@ -184,6 +188,7 @@ class _Shared:
     chunks: ChunkCache
     records: RecordCache
     exact: ExactTables
+    vocabulary: VocabularyChunks
     rows: RowReader | None
 
 
@@ -218,6 +223,7 @@ def load_package(
         ChunkCache(text_cache_bytes),
         RecordCache(DEFAULT_RECORD_CACHE),
         ExactTables(DEFAULT_EXACT_CACHE_TABLES),
+        VocabularyChunks(DEFAULT_VOCABULARY_CACHE_CHUNKS),
         read_rows,
     )
     partitions = [
@@ -257,7 +263,7 @@ def _decode_partition(
     lexicon = decode_string_map(blob("lexicon.bin"), f"{entry.key}.lexicon.bin")
     surface = decode_string_map(blob("surface.bin"), f"{entry.key}.surface.bin")
     sounds = decode_string_map(blob("sounds.bin"), f"{entry.key}.sounds.bin")
-    terms = decode_terms(blob("terms.bin"))
+    terms = decode_vocabulary_directory(blob(VOCABULARY_NAME), f"{entry.key}.{VOCABULARY_NAME}")
     directory = decode_directory(blob("postings.bin"))
     exact_directory = decode_exact_directory(blob(EXACT_NAME))
     columns = decode_columns(blob(DOCS_NAME))
@@ -266,7 +272,7 @@ def _decode_partition(
         sections != entry.sections
         or columns.documents != entry.documents
         or directory.sections != entry.first_section + sections
-        or directory.terms != len(terms)
+        or directory.terms != terms.terms
     ):
         raise PackageFormatError(f"partition {entry.key}: postings do not match its documents")
     vectors_name = partition_file(entry.key, VECTORS_NAME)
@@ -291,10 +297,9 @@ def _decode_partition(
         records=DocumentRecords(
             record_index, read_own_chunk, entry.key, shared.chunks, shared.records, shared.rows
         ),
-        term_ids=terms,
+        vocabulary=PartitionVocabulary(entry.key, terms, read_chunk, shared.vocabulary),
         postings=PartitionShards(entry.key, directory, read_chunk, shared.shards),
         exact=PartitionExact(entry.key, exact_directory, read_chunk, shared.exact),
-        keywords=decode_keywords(blob("keywords.bin")),
         graph=decode_graph(blob("graph.bin")),
         lexicon=lexicon,
         surface=surface,

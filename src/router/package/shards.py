@@ -4,20 +4,22 @@ Why shards (docs/adr/0010, step 3): a query reads the posting lists of a handful
 million sections a partition's postings are hundreds of megabytes, so they are cut into files of
 about ``SHARD_POSTINGS`` postings by analysed term (Pagefind's lesson: shard by what the query
 looks up after analysis, the stem, not the raw word) and fetched per query. What stays resident
-is the directory: where each shard starts in the sorted vocabulary, its content hash (its file
-name, so an unchanged shard keeps its name across versions), and per term its document frequency
-and its largest impact per block — all a query needs to plan its reads and bound its scores.
+is the directory: where each shard starts in the sorted vocabulary and its content hash (its file
+name, so an unchanged shard keeps its name across versions). A term's id comes from its
+vocabulary chunk (``router.package.vocabulary``); each shard carries its own terms' largest
+impact per block, which bounds their scores.
 
     <key>.postings.bin  (the directory)
-        magic    b"KRSHRD01"                  8 bytes
+        magic    b"KRSHRD02"                  8 bytes
         header   uint32 terms T, shards C, blocks B, section space S
         names    B × 16-byte ASCII block name, NUL-padded
         first    uint32[C + 1]                first term of each shard; first[C] = T
         hashes   C × 16 ASCII hex digits      shard c is the file ``<key>.s-<hash>.bin``
-        df       uint32[T]                    sections holding the term (largest over blocks)
-        maxima   float32[B × T]               largest quantized impact of each term, per block
     <key>.s-<hash>.bin  (a shard)
-        a ``postings`` blocks file (router.package.postings) over the shard's terms only:
+        magic    b"KRSHAR01"                  8 bytes
+        header   uint32 terms n, blocks B
+        maxima   float32[B × n]               largest quantized impact of each term, per block
+        then a ``postings`` blocks file (router.package.postings) over the shard's terms only:
         term t of the partition is local term t − first[c]
 """
 
@@ -54,7 +56,9 @@ SHARD_POSTINGS = 8192
 """Postings per shard file (about 64 KiB): a cold query of ten terms fetches ~10 such files at
 once, and a long list is one shard of its own."""
 
-_MAGIC = b"KRSHRD01"
+_MAGIC = b"KRSHRD02"
+_SHARD_MAGIC = b"KRSHAR01"
+_SHARD_HEADER = struct.Struct("<8sII")
 _HEADER = struct.Struct("<8sIIII")
 _NAME = 16
 _HASH = 16
@@ -74,13 +78,8 @@ class ShardDirectory:
     blocks: tuple[str, ...]
     first: Sequence[int]  # C + 1
     hashes: tuple[str, ...]
-    df: Sequence[int]  # T
-    maxima: Sequence[float]  # B × T
+    terms: int
     sections: int  # section number space of every block
-
-    @property
-    def terms(self) -> int:
-        return len(self.df)
 
     def shard_of(self, term: int) -> int:
         return bisect_right(self.first, term) - 1
@@ -88,17 +87,15 @@ class ShardDirectory:
     def file_name(self, shard: int) -> str:
         return shard_name(self.hashes[shard])
 
-    def maximum(self, block: str, term: int) -> float:
-        return self.maxima[self.blocks.index(block) * self.terms + term]
-
 
 def encode_shards(
     blocks: Mapping[str, CscBlock],
     num_terms: int,
     sections: int,
     target: int = SHARD_POSTINGS,
-) -> tuple[bytes, dict[str, bytes]]:
-    """The directory and the shard files (named by content) of a partition's posting blocks."""
+) -> tuple[bytes, dict[str, bytes], list[int]]:
+    """The directory, the shard files (named by content) of a partition's posting blocks, and
+    each term's document frequency (its longest list over the blocks)."""
     names = list(blocks)
     sizes = [
         max(blocks[b][0][t + 1] - blocks[b][0][t] for b in names) if names else 0
@@ -116,26 +113,32 @@ def encode_shards(
     files: dict[str, bytes] = {}
     hashes: list[str] = []
     for start, end in pairwise(first):
-        blob = encode_blocks({b: _slice(blocks[b], start, end, sections, scales[b]) for b in names})
+        maxima = [  # in quantized units, as the shard's impacts
+            max(quantize(blocks[b][2][blocks[b][0][t] : blocks[b][0][t + 1]], scales[b]), default=0)
+            for b in names
+            for t in range(start, end)
+        ]
+        blob = b"".join(
+            [
+                _SHARD_HEADER.pack(_SHARD_MAGIC, end - start, len(names)),
+                little_endian_bytes("f", maxima),
+                encode_blocks(
+                    {b: _slice(blocks[b], start, end, sections, scales[b]) for b in names}
+                ),
+            ]
+        )
         digest = hashlib.sha256(blob).hexdigest()[:_HASH]
         hashes.append(digest)
         files[shard_name(digest)] = blob
-    maxima = [  # in quantized units, as the shards' impacts
-        max(quantize(blocks[b][2][blocks[b][0][t] : blocks[b][0][t + 1]], scales[b]), default=0)
-        for b in names
-        for t in range(num_terms)
-    ]
     directory = b"".join(
         [
             _HEADER.pack(_MAGIC, num_terms, len(hashes), len(names), sections),
             *(b.encode("ascii").ljust(_NAME, b"\0") for b in names),
             little_endian_bytes("I", first),
             "".join(hashes).encode("ascii"),
-            little_endian_bytes("I", sizes),
-            little_endian_bytes("f", maxima),
         ]
     )
-    return directory, files
+    return directory, files, sizes
 
 
 def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -> bytes:
@@ -148,10 +151,7 @@ def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -
 def decode_directory(blob: bytes) -> ShardDirectory:
     """The directory's arrays (zero-copy views); a wrong magic or length refuses the package."""
     terms, shards, blocks, sections = header_fields(blob, _HEADER, _MAGIC, "postings directory")
-    expected = (
-        _HEADER.size + blocks * _NAME + 4 * (shards + 1) + shards * _HASH + 4 * terms
-        + 4 * blocks * terms
-    )  # fmt: skip
+    expected = _HEADER.size + blocks * _NAME + 4 * (shards + 1) + shards * _HASH
     if len(blob) != expected or not blocks:
         raise PackageFormatError(f"postings directory is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)
@@ -165,29 +165,31 @@ def decode_directory(blob: bytes) -> ShardDirectory:
     offset += 4 * (shards + 1)
     raw = bytes(view[offset : offset + shards * _HASH]).decode("ascii")
     hashes = tuple(raw[i * _HASH : (i + 1) * _HASH] for i in range(shards))
-    offset += shards * _HASH
-    df = little_endian_view(view[offset : offset + 4 * terms], "I")
-    offset += 4 * terms
-    maxima = little_endian_view(view[offset:], "f")
     if first[0] != 0 or first[shards] != terms or list(first) != sorted(first):
         raise PackageFormatError("postings directory has an inconsistent shard table")
-    return ShardDirectory(names, first, hashes, df, maxima, sections)
+    return ShardDirectory(names, first, hashes, terms, sections)
 
 
 def decode_shard(
     blob: bytes, directory: ShardDirectory, shard: int, key: str
 ) -> dict[str, Postings]:
-    """A shard's blocks, checked against the directory; each carries its terms' maxima (from the
-    directory) and a stable ``key`` for the scorer's memos."""
+    """A shard's blocks, checked against the directory; each carries its terms' maxima and a
+    stable ``key`` for the scorer's memos."""
     start, end = directory.first[shard], directory.first[shard + 1]
-    decoded = decode_blocks(blob)
+    what = f"shard {shard} of {key}"
+    terms, block_count = header_fields(blob, _SHARD_HEADER, _SHARD_MAGIC, what)
+    blocks_at = _SHARD_HEADER.size + 4 * terms * block_count
+    if terms != end - start or block_count != len(directory.blocks) or len(blob) < blocks_at:
+        raise PackageFormatError(f"{what} does not match its directory")
+    view = memoryview(blob)
+    all_maxima = little_endian_view(view[_SHARD_HEADER.size : blocks_at], "f")
+    decoded = decode_blocks(view[blocks_at:])  # type: ignore[arg-type]
     if tuple(decoded) != directory.blocks:
-        raise PackageFormatError(f"shard {shard} of {key} has other blocks than its directory")
+        raise PackageFormatError(f"{what} has other blocks than its directory")
     found: dict[str, Postings] = {}
     for index, (name, postings) in enumerate(decoded.items()):
-        if postings.num_terms != end - start or postings.num_sections != directory.sections:
-            raise PackageFormatError(f"shard {shard} of {key} does not match its directory")
-        base = index * directory.terms
-        maxima = directory.maxima[base + start : base + end]
+        if postings.num_terms != terms or postings.num_sections != directory.sections:
+            raise PackageFormatError(f"{what} does not match its directory")
+        maxima = all_maxima[index * terms : (index + 1) * terms]
         found[name] = replace(postings, maxima=maxima, key=f"{key}:{shard}:{name}")
     return found

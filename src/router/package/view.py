@@ -23,6 +23,7 @@ from router.package.postings import Postings
 from router.package.shard_store import ShardReads, load_shards
 from router.package.string_map import FirstOf
 from router.package.text_store import TextReads
+from router.package.vocabulary_chunk import TermEntry
 from router.sync import concurrently
 
 if TYPE_CHECKING:
@@ -198,6 +199,7 @@ class PackageView(VersionFacts):
     derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
     loaded: Mapping[int, Document] = field(default_factory=dict)  # records read by this query
     exact_found: Mapping[str, list[ExactTarget]] = field(default_factory=dict)  # keys looked up
+    term_found: Mapping[str, tuple[TermEntry | None, ...]] = field(default_factory=dict)  # per part
 
     def __post_init__(self) -> None:
         # memos keyed by posting block are package-wide: kept on the shared partition
@@ -319,32 +321,68 @@ class PackageView(VersionFacts):
 
     # -- terms and postings of the partitions in view ------------------------------------------
 
+    async def load_terms(
+        self, terms: Iterable[str]
+    ) -> tuple[dict[str, tuple[TermEntry | None, ...]], TextReads]:
+        """Each term's entry in every partition in view (None where it is not a term), its
+        vocabulary chunks fetched concurrently (one round trip); terms already loaded for this
+        query are not looked up again."""
+        wanted = sorted(set(terms) - set(self.term_found))
+        if not wanted:
+            return {}, TextReads(0, 0, 0, 0)
+        results = await concurrently(
+            [part.partition.vocabulary.lookup(wanted) for part in self.parts]
+        )
+        found = {term: tuple(entries[term] for entries, _ in results) for term in wanted}
+        reads = TextReads(0, 0, 0, 0)
+        for _, cost in results:
+            reads = reads.alongside(cost)
+        return found, reads
+
+    def with_terms(self, found: Mapping[str, tuple[TermEntry | None, ...]]) -> PackageView:
+        """This view with the terms of ``found`` readable (``term_entries``)."""
+        return dataclasses.replace(self, term_found={**self.term_found, **found})
+
+    def term_entries(self, term: str) -> tuple[TermEntry | None, ...]:
+        """The term's entry in each partition in view; it must have been loaded for this query
+        (``load_terms``)."""
+        found = self.term_found.get(term)
+        if found is None:
+            raise RecordNotLoaded(f"term {term!r} was not looked up for this query")
+        return found
+
     def knows(self, term: str) -> bool:
-        """Whether any document in view holds ``term``."""
-        return any(term in part.partition.term_ids for part in self.parts)
+        """Whether any document in view holds ``term`` (a term loaded for this query)."""
+        return any(entry is not None for entry in self.term_entries(term))
+
+    def may_know(self, term: str) -> bool:
+        """False when no partition in view holds ``term`` (Bloom filters: no read); True may
+        be wrong, and ``knows`` decides once the term is loaded."""
+        return any(part.partition.vocabulary.may_hold(term) for part in self.parts)
+
+    def document_frequency(self, term: str) -> int:
+        """Sections in view holding a loaded term (the largest over posting blocks, summed)."""
+        return sum(entry.df for entry in self.term_entries(term) if entry is not None)
 
     def posting_lists(self, term: str, block: str) -> list[tuple[Postings, int]]:
         """(postings, term id) of ``term`` in one block of each partition in view holding it;
         its shards must have been loaded (``load_postings``)."""
         found = []
-        for part in self.parts:
-            term_id = part.partition.term_ids.get(term)
-            if term_id is not None:
-                found.append(part.partition.postings.postings(term_id, block))
+        for part, entry in zip(self.parts, self.term_entries(term), strict=True):
+            if entry is not None:
+                found.append(part.partition.postings.postings(entry.id, block))
         return found
 
     async def load_postings(self, terms: Iterable[str]) -> ShardReads:
-        """Fetch (concurrently, one round trip) the shards holding ``terms`` that the isolate
-        does not hold yet, in every partition in view."""
-        distinct = set(terms)
-        wanted = [
-            (
-                part.partition.postings,
-                [i for t in distinct if (i := part.partition.term_ids.get(t)) is not None],
-            )
-            for part in self.parts
-        ]
-        return await load_shards([(store, ids) for store, ids in wanted if ids])
+        """Fetch (concurrently, one round trip) the shards holding ``terms`` (loaded for this
+        query) that the isolate does not hold yet, in every partition in view."""
+        ids: list[list[int]] = [[] for _ in self.parts]
+        for term in set(terms):
+            for index, entry in enumerate(self.term_entries(term)):
+                if entry is not None:
+                    ids[index].append(entry.id)
+        wanted = [(part.partition.postings, own) for part, own in zip(self.parts, ids, strict=True)]
+        return await load_shards([(store, own) for store, own in wanted if own])
 
     @property
     def num_sections(self) -> int:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from router.package.view import PackageView
 from router.stages.expansion import (
     SynonymIndex,
     expand_terms,
-    fuzzy_vocabulary,
+    repair_candidates,
     surface_vocabulary,
 )
 from router.stages.lexical import Lexical, lexical_search
+from router.stages.terms import read_terms
 
 if TYPE_CHECKING:
     from router.config import RouterConfig
@@ -35,13 +35,17 @@ def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
 
 
 async def correct(state: QueryState, lexical: Lexical) -> Lexical:
-    """Expand once (typo repair, then synonyms); the most confident of the tries is kept."""
+    """Expand once (typo repair, then synonyms); the most confident of the tries is kept.
+
+    The candidates' vocabulary entries are read before choosing (one round trip, for the few
+    the partitions' Bloom filters let through)."""
+    unknown = await unknown_words(state)
+    surface = surface_vocabulary(state.package) if unknown else None
+    candidates = repair_candidates(state.package, lexical.terms, unknown, surface)
+    await read_terms(state, candidates.terms())
     package = state.package
-    fuzzy = fuzzy_vocabulary(package)
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
-    unknown = unknown_words(package, state.query.text)
-    surface = surface_vocabulary(package) if unknown else None
-    expansion = expand_terms(lexical.terms, fuzzy, synonyms, unknown, surface)
+    expansion = expand_terms(package, lexical.terms, candidates, synonyms, unknown)
     if not expansion.changed:
         state.trace.stage("corrective", changed=False)
         return lexical
@@ -66,12 +70,16 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     return best
 
 
-def unknown_words(package: PackageView, text: str) -> dict[str, str]:
-    """Query words whose stem the index does not know (candidates for typo repair)."""
-    analyzer = package.analyzer
-    unknown = {}
-    for word in sorted(analyzer.vocabulary_words([text])):
-        stem = analyzer.word_stem(word)
-        if stem is not None and not package.knows(stem):
-            unknown[word] = stem
-    return unknown
+async def unknown_words(state: QueryState) -> dict[str, str]:
+    """Query words whose stem the index does not know (candidates for typo repair); their
+    stems' entries are read first (usually the query's own terms, already read)."""
+    analyzer = state.package.analyzer
+    stems = {
+        word: analyzer.word_stem(word) for word in analyzer.vocabulary_words([state.query.text])
+    }
+    await read_terms(state, [stem for stem in stems.values() if stem is not None])
+    return {
+        word: stem
+        for word, stem in sorted(stems.items())
+        if stem is not None and not state.package.knows(stem)
+    }

@@ -15,42 +15,39 @@ from router.analysis.sound import portuguese_sound_key
 from router.analysis.surface import MIN_FUZZY_LENGTH
 from router.analysis.text import fold
 from router.package.string_map import StringMap
-from router.package.term_index import TermIndex
 from router.package.view import PackageView, ViewPart
 
 __all__ = [
     "Expansion",
-    "FuzzyVocabulary",
+    "RepairCandidates",
     "SurfaceLayer",
     "SurfaceVocabulary",
     "SynonymIndex",
-    "TermLayer",
     "expand_terms",
-    "fuzzy_vocabulary",
+    "repair_candidates",
     "surface_layer",
     "surface_vocabulary",
-    "term_layer",
+    "term_alphabet",
 ]
 
 
-@dataclass(frozen=True)
-class TermLayer:
-    """One partition's terms with their document frequency, and the letters they use."""
-
-    terms: TermIndex
-    df: Sequence[int]  # the directory's: no shard is read for typo repair
-    alphabet: str
-
-    def frequency(self, term: str) -> int:
-        found = self.terms.get(term)
-        return 0 if found is None else self.df[found]
+def term_alphabet(package: PackageView) -> str:
+    """The letters of the terms in view (the stem-level edits' alphabet), from the partitions'
+    vocabulary directories."""
+    return _alphabet(part.partition.vocabulary.directory.alphabet for part in package.parts)
 
 
-def term_layer(package: PackageView, part: ViewPart) -> TermLayer:
-    """A partition's terms and document frequencies (the largest over its posting blocks)."""
-    partition = part.partition
-    terms = partition.term_ids
-    return TermLayer(terms, partition.postings.directory.df, _alphabet(terms.key_characters()))
+def term_candidates(package: PackageView, term: str, alphabet: str) -> set[str]:
+    """Spellings one edit away (insert, delete, substitute, swap) from an unknown term that a
+    partition in view may hold — its Bloom filter says so; ``knows`` decides once they are read.
+
+    Why candidates are generated at query time (Norvig) instead of a SymSpell deletion index:
+    the index cost 73 MiB for SciFact's 30k terms — more than half a Worker isolate — while a
+    repair runs only on weak queries; the filters keep the reads to the few that pass.
+    """
+    if len(term) < MIN_FUZZY_LENGTH or _has_digit(term) or package.knows(term):
+        return set()
+    return {c for c in _edits(term, alphabet) if package.may_know(c)}
 
 
 @dataclass(frozen=True)
@@ -70,47 +67,17 @@ def surface_layer(package: PackageView, part: ViewPart) -> SurfaceLayer:
     return SurfaceLayer(partition.surface, partition.sounds, alphabet)
 
 
-class FuzzyVocabulary:
-    """Indexed terms one edit away from an unknown term (Damerau distance 1).
-
-    Why candidates are generated at query time (Norvig) instead of a SymSpell deletion index:
-    the index cost 73 MiB for SciFact's 30k terms — more than half a Worker isolate — while a
-    repair runs only on weak queries and checks ~50 × length candidates against the term dict.
-    The terms are those of the partitions in view only (one ``TermLayer`` each).
-    """
-
-    def __init__(self, layers: Sequence[TermLayer]) -> None:
-        self.layers = layers
-        self.alphabet = "".join(sorted({ch for layer in layers for ch in layer.alphabet}))
-
-    def document_frequency(self, term: str) -> int:
-        return sum(layer.frequency(term) for layer in self.layers)
-
-    def known(self, term: str) -> bool:
-        return any(term in layer.terms for layer in self.layers)
-
-    def correct(self, term: str) -> str | None:
-        """The most frequent indexed term one edit away (insert, delete, substitute, swap)."""
-        if len(term) < MIN_FUZZY_LENGTH or self.known(term) or _has_digit(term):
-            return None
-        candidates = {c for c in _edits(term, self.alphabet) if self.known(c)}
-        if not candidates:
-            return None
-        return max(candidates, key=lambda c: (self.document_frequency(c), c))
-
-
 class SurfaceVocabulary:
     """The corpus's own words (accent-folded), each with its index term, for typos that change
     the stem: "equipamneto" stems to "equipamnet", far from "equip", but is one swap from the
     word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese sound key).
 
-    Built lazily the first time a query needs it, per partition (``SurfaceLayer``), from the
-    word/term pairs the build compiled (``router.analysis.surface``).
+    The layers are the word/term pairs the build compiled per partition
+    (``router.analysis.surface``), read in place.
     """
 
-    def __init__(self, layers: Sequence[SurfaceLayer], terms: FuzzyVocabulary) -> None:
+    def __init__(self, layers: Sequence[SurfaceLayer]) -> None:
         self.layers = layers
-        self.terms = terms
         self.alphabet = "".join(sorted({ch for layer in layers for ch in layer.alphabet}))
 
     def stem_of(self, folded: str) -> str | None:
@@ -120,30 +87,53 @@ class SurfaceVocabulary:
                 return found
         return None
 
-    def correct(self, word: str) -> str | None:
-        """Index term of the corpus word that sounds the same or is one edit away."""
+    def stems(self, word: str) -> set[str]:
+        """Index terms of the corpus words that sound like ``word`` or are one edit away (none
+        when ``word`` is itself a corpus word, a code, or too short to correct safely)."""
         folded = fold(word.casefold())
         if len(folded) < MIN_FUZZY_LENGTH or _has_digit(folded) or self.stem_of(folded):
-            return None
+            return set()
         by_sound = any(len(layer.by_sound) for layer in self.layers)
         key = portuguese_sound_key(word) if by_sound else None
         candidates = {c for layer in self.layers for c in layer.by_sound.values_of(key or "")}
         if not candidates:
             candidates = {c for c in _edits(folded, self.alphabet) if self.stem_of(c)}
-        stems = {stem for c in candidates if (stem := self.stem_of(c)) is not None}
-        if not stems:
-            return None
-        return max(stems, key=lambda stem: (self.terms.document_frequency(stem), stem))
-
-
-def fuzzy_vocabulary(package: PackageView) -> FuzzyVocabulary:
-    """The typo repair's terms of a view: its partitions' layers."""
-    return FuzzyVocabulary(package.layers("terms", term_layer))
+        return {stem for c in candidates if (stem := self.stem_of(c)) is not None}
 
 
 def surface_vocabulary(package: PackageView) -> SurfaceVocabulary:
     """The typo repair's surface words of a view: its partitions' layers."""
-    return SurfaceVocabulary(package.layers("surface", surface_layer), fuzzy_vocabulary(package))
+    return SurfaceVocabulary(package.layers("surface", surface_layer))
+
+
+@dataclass(frozen=True)
+class RepairCandidates:
+    """The corrections a weak query may take, before the vocabulary is read to choose."""
+
+    by_term: dict[str, set[str]]  # unknown term → spellings one edit away (may be terms)
+    by_word: dict[str, set[str]]  # unknown query word → index terms of its surface neighbours
+
+    def terms(self) -> set[str]:
+        """Every candidate: the terms to read before ``expand_terms`` chooses."""
+        found = {c for group in self.by_term.values() for c in group}
+        return found | {c for group in self.by_word.values() for c in group}
+
+
+def repair_candidates(
+    package: PackageView,
+    terms: Sequence[str],
+    unknown_words: Mapping[str, str],
+    surface: SurfaceVocabulary | None,
+) -> RepairCandidates:
+    """The candidates of each query term (stem level) and of each unknown word (surface)."""
+    alphabet = term_alphabet(package)
+    by_term = {
+        t: found for t in dict.fromkeys(terms) if (found := term_candidates(package, t, alphabet))
+    }
+    by_word = {}
+    if surface is not None:
+        by_word = {w: found for w in unknown_words if (found := surface.stems(w))}
+    return RepairCandidates(by_term, by_word)
 
 
 class SynonymIndex:
@@ -178,25 +168,35 @@ class Expansion:
 
 
 def expand_terms(
+    package: PackageView,
     terms: Sequence[str],
-    fuzzy: FuzzyVocabulary,
+    candidates: RepairCandidates,
     synonyms: SynonymIndex,
     unknown_words: Mapping[str, str] | None = None,
-    surface: SurfaceVocabulary | None = None,
 ) -> Expansion:
     """Unknown terms replaced by their correction, then synonyms of the result appended.
 
     A term is corrected at the stem level first (one edit); ``unknown_words`` (query word → its
     unknown stem) are then tried against the corpus's surface words, by sound and by one edit.
+    Of several candidates the commonest term wins; ``package`` must hold every candidate's entry
+    (``RepairCandidates.terms``).
     """
-    corrections = {t: c for t in dict.fromkeys(terms) if (c := fuzzy.correct(t))}
-    if surface is not None:
-        for word, stem in (unknown_words or {}).items():
-            if stem not in corrections and (found := surface.correct(word)):
-                corrections[stem] = found
+    corrections = {
+        t: found for t, group in candidates.by_term.items() if (found := _commonest(package, group))
+    }
+    for word, stem in (unknown_words or {}).items():
+        group = candidates.by_word.get(word, set())
+        if stem not in corrections and (found := _commonest(package, group)):
+            corrections[stem] = found
     corrected = [corrections.get(t, t) for t in terms]
     added = synonyms.expand(corrected)
     return Expansion(corrected + added, corrections, added)
+
+
+def _commonest(package: PackageView, terms: Iterable[str]) -> str | None:
+    """The term of ``terms`` in most sections of the view (None when it knows none)."""
+    known = [t for t in terms if package.knows(t)]
+    return max(known, key=lambda t: (package.document_frequency(t), t)) if known else None
 
 
 def _has_digit(term: str) -> bool:

@@ -3,7 +3,7 @@
 Why besides BM25: authors' keywords, aliases, titles, headings and wikilink labels are curated
 names of a document or section; when a whole phrase appears in the question it points at that
 target directly, whatever the BM25 statistics say. Compiled per partition at build time
-(``router.package.keywords``).
+(``router.package.keywords``) and read with the query's terms.
 """
 
 from __future__ import annotations
@@ -26,30 +26,24 @@ def keyword_matches(
     """Sections whose whole keyword phrase is in the question, longest phrase first.
 
     Score = share of the question's distinct terms the phrase explains (0..1]. The phrases are
-    each partition's compiled ``keywords.bin``; a term unknown to a partition is in none of its
-    phrases.
+    those filed under the question's terms in each partition's vocabulary chunks (loaded for
+    this query); a phrase is filed under one of its terms, so each is met once.
     """
     distinct = set(terms)
     if not distinct:
         return []
     best: dict[int, tuple[float, int]] = {}
-    for part in package.parts:
-        table, vocabulary = part.partition.keywords, part.partition.term_ids
-        asked = {vocabulary[t] for t in distinct if t in vocabulary}
-        seen: set[int] = set()
-        for term in asked:
-            for entry in table.holding(term):
-                if entry in seen:
-                    continue
-                seen.add(entry)
-                phrase = table.phrase(entry)
+    for index in range(len(package.parts)):
+        entries = [package.term_entries(t)[index] for t in distinct]
+        asked = {entry.id: entry for entry in entries if entry is not None}
+        for entry in asked.values():
+            for phrase, section, kind in entry.keywords:
                 if not all(t in asked for t in phrase):
                     continue
-                section = table.sections[entry]
                 if allowed is not None and section not in allowed:
                     continue
                 score = len(phrase) / len(distinct)
-                rank = _RANKS[table.kinds[entry]]
+                rank = _RANKS[kind]
                 found = best.get(section)
                 if found is None or (score, -rank) > (found[0], -found[1]):
                     best[section] = (score, rank)

@@ -6,14 +6,18 @@ repaired or expanded terms and keeps whichever result is more confident, so one 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from router.errors import RouterError
 from router.package.shard_store import ShardReads
+from router.package.text_store import TextReads
 from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import keyword_matches
+from router.stages.terms import after, read_terms
 from router.trace import TRACE_TOP_N, SectionRef
 
 if TYPE_CHECKING:
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
     from router.state import QueryState, Ranked
 
 __all__ = ["Lexical", "lexical_search"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,30 +43,28 @@ async def lexical_search(
     state: QueryState,
     terms: list[str],
     stage_suffix: str = "",
-    prefetched: ShardReads | None = None,
+    prefetched: TextReads | None = None,
 ) -> Lexical:
     """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
-    ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The posting
-    shards of ``terms`` are fetched first (the trace's ``bm25`` counts them)."""
+    ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The entries of
+    ``terms`` are read first (``prefetched``: the pipeline read them with the exact keys), then
+    their posting shards; the trace's ``bm25`` counts both reads."""
+    term_reads = await read_terms(state, terms)
+    if prefetched is not None:
+        term_reads = after(prefetched, term_reads)
     package, config, allowed = state.package, state.config, state.allowed
-    reads = await package.load_postings(terms)
-    if prefetched is not None:  # the shards the pipeline fetched with the exact keys
-        reads = ShardReads(
-            prefetched.shards_fetched + reads.shards_fetched,
-            prefetched.bytes_fetched + reads.bytes_fetched,
-            prefetched.round_trips + reads.round_trips,
-        )
+    reads, scored = await _load_postings(state, terms)
     keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
         matches=[[SectionRef(s), round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
     )
     weights = state.block_weights
-    query = query_lists(package, terms, weights, bm25_method(package))
+    query = query_lists(package, scored, weights, bm25_method(package))
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
     ranking = weighted_top_k(query, config.bm25_candidates, allowed, bounds=bounds)
     ranked = ranking.ranked
-    confidence = lexical_confidence(package, terms, ranked, weights, config)
+    confidence = lexical_confidence(package, scored, ranked, weights, config)
     details = {
         "query_terms": sum(1 for t in terms if package.knows(t)),
         "fields": sorted(weights),
@@ -68,11 +72,14 @@ async def lexical_search(
     }
     if ranking.truncated:  # the postings budget cut the scoring short
         details["truncated"] = True
-    if reads.round_trips:
+    if state.unreadable:  # some index reads failed: scored on what could be read
+        details["error"] = state.unreadable[-1]
+    if reads.round_trips or term_reads.round_trips:
         details.update(
+            term_chunks_fetched=term_reads.chunks_fetched,
             shards_fetched=reads.shards_fetched,
-            bytes_fetched=reads.bytes_fetched,
-            round_trips=reads.round_trips,
+            bytes_fetched=term_reads.bytes_fetched + reads.bytes_fetched,
+            round_trips=term_reads.round_trips + reads.round_trips,
         )
     state.trace.stage("bm25" + stage_suffix, **details)
     return Lexical(list(terms), keyword, ranked, confidence)
@@ -82,3 +89,15 @@ def _score_bounds(package: PackageView) -> ScoreBounds:
     """The BM25 scorer's memo, one for the whole package (its keys are posting blocks; it shares
     the maxima the confidence stage uses)."""
     return ScoreBounds(package.impact_bounds)
+
+
+async def _load_postings(state: QueryState, terms: list[str]) -> tuple[ShardReads, list[str]]:
+    """The shards of ``terms`` and the terms that can be scored: all of them, or none when a
+    shard cannot be read (the failure is named in ``state.unreadable``; the query degrades to
+    its keyword phrases, exact hits and vectors instead of failing)."""
+    try:
+        return await state.package.load_postings(terms), terms
+    except RouterError as exc:
+        log.error("posting shards of %s unreadable: %s", state.package.version, exc.message)
+        state.unreadable.append(exc.code)
+        return ShardReads(round_trips=1), []

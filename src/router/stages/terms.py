@@ -1,0 +1,54 @@
+"""Stage — reading the query's terms: their entries from the vocabulary chunks, once per query.
+
+Why a step of its own (index format 3, docs/adr/0010): the vocabulary is not resident; a term's
+id (which names its posting shard), its document frequency and the keyword phrases filed under it
+come from its chunk. A cold query reads its terms' chunks together with its exact keys (one round
+trip), then its posting shards; later stages (keyword phrases, BM25, confidence, typo repair)
+read the entries this step put into ``state.package``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from router.errors import RouterError
+from router.package.text_store import TextReads
+
+if TYPE_CHECKING:
+    from router.state import QueryState
+
+__all__ = ["after", "read_terms"]
+
+log = logging.getLogger(__name__)
+
+
+async def read_terms(state: QueryState, terms: Iterable[str]) -> TextReads:
+    """Load the entries of ``terms`` not yet loaded into ``state.package``; what it cost.
+
+    A failed read (a store fault, a chunk failing its content check) degrades the query: its
+    terms count as unknown to every partition, and ``state.unreadable`` names the error for the
+    trace — the query still answers from what it could read, or abstains."""
+    wanted = list(terms)
+    try:
+        found, cost = await state.package.load_terms(wanted)
+    except RouterError as exc:
+        log.error("vocabulary of %s unreadable: %s", state.package.version, exc.message)
+        state.unreadable.append(exc.code)
+        nothing = (None,) * len(state.package.parts)
+        found = {t: nothing for t in wanted if t not in state.package.term_found}
+        cost = TextReads(0, 0, 0, 1)
+    if found:
+        state.package = state.package.with_terms(found)
+    return cost
+
+
+def after(first: TextReads, then: TextReads) -> TextReads:
+    """Two reads made one after the other: counts and round trips add up."""
+    return TextReads(
+        first.sections + then.sections,
+        first.chunks_fetched + then.chunks_fetched,
+        first.bytes_fetched + then.bytes_fetched,
+        first.round_trips + then.round_trips,
+    )
