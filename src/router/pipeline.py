@@ -111,7 +111,7 @@ async def run_cascade(
         trace.skip("corrective", "lexical result strong enough")
     else:
         state.lexical = await correct(state, state.lexical)
-    state.graph = graph_neighbours(state) if _budget_left(trace, "graph") else []
+    state.graph = await graph_neighbours(state) if _budget_left(trace, "graph") else []
     state.assessment = assess(state)
     state.vector = await _vector_stage(state, services)
     state.assessment = verdict = with_vector_evidence(state.assessment, state.vector, config)

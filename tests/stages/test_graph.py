@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
+from router.compile.build import BuildResult
+from router.contract import QueryRequest
+from router.errors import PackageFormatError
+from router.package.graph_chunks import (
+    GRAPH_NAME,
+    GraphTables,
+    PartitionGraph,
+    decode_graph_directory,
+    encode_graph_chunks,
+)
 from router.package.graph_table import RELATIONS, GraphTable
-from router.package.reader import KnowledgePackage
-from router.stages.graph import RELATION_WEIGHTS, LayeredGraph, expand
+from router.package.reader import KnowledgePackage, load_package
+from router.pipeline import CascadeServices, run_cascade
+from router.stages.graph import RELATION_WEIGHTS, LoadedEdges, expand
+from router.sync import run_sync
+from tests.common import TODAY
 
 
 def synthetic_graph(edges: dict[int, dict[int, str]]) -> GraphTable:
@@ -56,10 +73,51 @@ def test_expand_stays_inside_the_allowed_sections() -> None:
 
 def test_expand_on_the_knowledge_graph_respects_the_bounds(package: KnowledgePackage) -> None:
     view = package.view(None)
-    [layer] = [part.partition.graph for part in view.parts]
-    graph = LayeredGraph([layer])
-    seed = max(range(view.num_sections), key=lambda s: len(layer.neighbours(s)))
-    assert len(layer.neighbours(seed)) > 3
+    edges, _ = run_sync(view.load_edges(range(view.num_sections), RELATION_WEIGHTS))
+    graph = LoadedEdges(edges)
+    seed = max(range(view.num_sections), key=lambda s: len(graph.neighbours(s)))
+    assert len(graph.neighbours(seed)) > 3
     found = expand(graph, [(seed, 2.0)], None, depth=2, max_nodes=3)
     assert len(found) == 3 and seed not in [s for s, _, _ in found]
     assert [s for s, _, _ in found] == [s for s, _, _ in sorted(found, key=lambda f: -f[1])]
+
+
+def test_edges_in_many_chunks_read_back_exactly() -> None:
+    """Every section's edges come back from their chunk, a section's edges never split."""
+    edges = sorted(
+        {(s, (s * 7 + k) % 500, k % len(RELATIONS)) for s in range(0, 500, 3) for k in range(s % 5)}
+    )
+    files = encode_graph_chunks(edges, chunk_bytes=64)
+    directory = decode_graph_directory(files[GRAPH_NAME])
+    assert len(directory.hashes) > 20 and directory.edges == len(edges)
+
+    async def fetch(name: str) -> bytes:
+        return files[name.partition(".")[2]]
+
+    store = PartitionGraph("shared", directory, fetch, GraphTables(1000))
+    found, cost = run_sync(store.neighbours_of(range(-1, 502)))
+    expected: dict[int, dict[int, str]] = {}
+    for source, target, kind in edges:
+        expected.setdefault(source, {})[target] = RELATIONS[kind]
+    assert {s: n for s, n in found.items() if n} == expected
+    assert cost.round_trips == 1 and cost.chunks_fetched == len(directory.hashes)
+    empty = encode_graph_chunks([])
+    assert decode_graph_directory(empty[GRAPH_NAME]).hashes == () and len(empty) == 1
+    blob = files[GRAPH_NAME]
+    for broken in (blob[:6], b"KRGDIR99" + blob[8:], blob[:-1]):
+        with pytest.raises(PackageFormatError):
+            decode_graph_directory(broken)
+
+
+def test_unreadable_edges_leave_the_graph_out_and_keep_the_ranking(built: BuildResult) -> None:
+    files = dict(built.package.files())
+
+    async def fetch_chunk(name: str) -> bytes:
+        return files[name][:-1] + b"?" if ".g-" in name else files[name]
+
+    package = load_package(files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk)
+    request = QueryRequest(query="como renovar uma permissão de trabalho vencida")
+    response = asyncio.run(run_cascade(package, request, None, CascadeServices(), TODAY))
+    graph = response.trace["stages"]["graph"]
+    assert graph["error"] == "package_integrity" and graph["nodes"] == []
+    assert response.results  # the lexical ranking still answers

@@ -29,7 +29,8 @@ from router.package.content_names import is_lazy
 from router.package.doc_columns import DOCS_NAME, encode_columns
 from router.package.exact_chunks import encode_exact_chunks
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
-from router.package.graph_table import encode_graph
+from router.package.graph_chunks import encode_graph_chunks
+from router.package.graph_table import graph_edges
 from router.package.keywords import filed_keywords
 from router.package.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.partitions import PartitionEntry, partition_file, partition_key
@@ -282,12 +283,14 @@ def _compile_partition(
         "lexicon.bin": encode_string_map(lexicon),
         "postings.bin": directory,
         **encode_exact_chunks(documents),
-        "graph.bin": encode_graph(
-            documents,
-            first_section,
-            resolve,
-            _doc_resolver(shared_targets, own_targets),
-            RELATION_WEIGHTS,
+        **encode_graph_chunks(
+            graph_edges(
+                documents,
+                first_section,
+                resolve,
+                _doc_resolver(shared_targets, own_targets),
+                RELATION_WEIGHTS,
+            )
         ),
         **shards,
         **_surface_files(analyzer, _surface_words(analyzer, documents, bodies, vocabulary)),

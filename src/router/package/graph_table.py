@@ -1,11 +1,12 @@
-"""Encoder and decoder of ``graph.bin``: a partition's section graph, compiled.
+"""A partition's section graph, compiled: its edges, and the codec of a table of them.
 
 Why compiled (docs/adr/0010): the graph stage follows wikilinks, backlinks and parent/child
 documents from the best sections. Built at query time from the catalog it cost ~22 MiB at 100k
 sections (a dict per section); compiled, it is three arrays sorted by source section, read by
 binary search. A partition holds the edges that start or end in its own sections, in view
 numbering: a tenant's link to a shared section, and the backlink from that shared section, live in
-the tenant's partition — so only the tenant's view ever sees them.
+the tenant's partition — so only the tenant's view ever sees them. The sorted edges are cut into
+tables by source section (``router.package.graph_chunks``), read per query; a table:
 
     magic    b"KRGRPH01"         8 bytes
     header   uint32 edges E
@@ -25,21 +26,24 @@ from router.errors import PackageFormatError
 from router.knowledge.model import Document
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 
-__all__ = ["RELATIONS", "GraphTable", "decode_graph", "encode_graph"]
+__all__ = ["RELATIONS", "Edge", "GraphTable", "decode_graph", "encode_table", "graph_edges"]
+
+Edge = tuple[int, int, int]
+"""(source section, target section, relation index in ``RELATIONS``), in view numbering."""
 
 RELATIONS = ("link", "backlink", "parent", "child")
 _MAGIC = b"KRGRPH01"
 _HEADER = struct.Struct("<8sI")
 
 
-def encode_graph(
+def graph_edges(
     documents: Sequence[Document],
     first_section: int,
     target_section: Callable[[str], int | None],
     doc_first_section: Callable[[str], int | None],
     strength: Mapping[str, float],
-) -> bytes:
-    """``graph.bin`` of a partition: links from its sections (and their backlinks), and the
+) -> list[Edge]:
+    """The edges of a partition, sorted: links from its sections (and their backlinks), and the
     parent/child edges of its documents; ``strength`` keeps one relation per edge, the strongest."""
     edges: dict[tuple[int, int], str] = {}
 
@@ -63,13 +67,17 @@ def encode_graph(
         if parent is not None:
             edge(doc_first, parent, "parent")
             edge(parent, doc_first, "child")
-    ordered = sorted(edges.items())
-    kinds = bytes(RELATIONS.index(relation) for _, relation in ordered)
+    return [(s, t, RELATIONS.index(relation)) for (s, t), relation in sorted(edges.items())]
+
+
+def encode_table(edges: Sequence[Edge]) -> bytes:
+    """The table of ``edges`` (sorted by source)."""
+    kinds = bytes(kind for _, _, kind in edges)
     return b"".join(
         [
-            _HEADER.pack(_MAGIC, len(ordered)),
-            little_endian_bytes("I", [source for (source, _), _ in ordered]),
-            little_endian_bytes("I", [target for (_, target), _ in ordered]),
+            _HEADER.pack(_MAGIC, len(edges)),
+            little_endian_bytes("I", [source for source, _, _ in edges]),
+            little_endian_bytes("I", [target for _, target, _ in edges]),
             kinds + b"\0" * (-len(kinds) % 4),
         ]
     )
@@ -90,12 +98,12 @@ class GraphTable:
         return {self.targets[i]: RELATIONS[self.kinds[i]] for i in range(low, high)}
 
 
-def decode_graph(blob: bytes) -> GraphTable:
-    """The table of ``graph.bin``; a wrong magic or length refuses the package."""
-    (count,) = header_fields(blob, _HEADER, _MAGIC, "graph.bin")
+def decode_graph(blob: bytes, what: str = "graph table") -> GraphTable:
+    """The table in ``blob`` (``what`` names it in errors); a wrong magic or length refuses it."""
+    (count,) = header_fields(blob, _HEADER, _MAGIC, what)
     expected = _HEADER.size + 8 * count + count + (-count % 4)
     if len(blob) != expected:
-        raise PackageFormatError(f"graph.bin is {len(blob)} bytes, expected {expected}")
+        raise PackageFormatError(f"{what} is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)
     offset = _HEADER.size
     sources = little_endian_view(view[offset : offset + 4 * count], "I")

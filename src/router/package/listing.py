@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.exact_chunks import EXACT_NAME, decode_exact_directory
+from router.package.graph_chunks import GRAPH_NAME, decode_graph_directory
 from router.package.manifest import Manifest
 from router.package.partitions import partition_file
 from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM
@@ -23,8 +24,8 @@ __all__ = ["lazy_files", "postings_bytes"]
 
 
 def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
-    """The lazily read files of every partition (shards, vocabulary, exact-key, text and record
-    chunks),
+    """The lazily read files of every partition (shards; vocabulary, exact-key, graph, text and
+    record chunks),
     named from the partitions' resident directories in ``resident``."""
     names: list[str] = []
     for entry in manifest.partitions:
@@ -40,6 +41,8 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
         local += [exact.file_name(c) for c in range(exact.chunks)]
         vocabulary = decode_vocabulary_directory(blob(VOCABULARY_NAME))
         local += [vocabulary.file_name(c) for c in range(vocabulary.chunks)]
+        graph = decode_graph_directory(blob(GRAPH_NAME))
+        local += [graph.file_name(c) for c in range(len(graph.hashes))]
         local += decode_text_index(blob(TEXTS_INDEX_NAME)).chunk_names()
         local += decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM).chunk_names()
         names += [partition_file(entry.key, name) for name in sorted(set(local))]

@@ -25,7 +25,13 @@ from router.package.exact_chunks import (
     PartitionExact,
     decode_exact_directory,
 )
-from router.package.graph_table import GraphTable, decode_graph
+from router.package.graph_chunks import (
+    DEFAULT_GRAPH_CACHE_CHUNKS,
+    GRAPH_NAME,
+    GraphTables,
+    PartitionGraph,
+    decode_graph_directory,
+)
 from router.package.manifest import VECTORS_NAME, Manifest
 from router.package.partitions import (
     PARTITION_FILES,
@@ -81,7 +87,7 @@ class Partition:
     vocabulary: PartitionVocabulary  # terms, their df and keyword phrases: directory (lazy)
     postings: PartitionShards  # the resident directory; shards read per query
     exact: PartitionExact  # exact keys (ids, titles, aliases, facts, section ids): directory
-    graph: GraphTable  # compiled edges that start or end in this partition
+    graph: PartitionGraph  # edges that start or end in this partition: directory (lazy)
     lexicon: StringMap  # accent-free word → stem of its accented spelling
     surface: StringMap  # typo repair: folded corpus word → index term
     sounds: StringMap  # typo repair: sound key → folded words (joined)
@@ -189,6 +195,7 @@ class _Shared:
     records: RecordCache
     exact: ExactTables
     vocabulary: VocabularyChunks
+    graph: GraphTables
     rows: RowReader | None
 
 
@@ -224,6 +231,7 @@ def load_package(
         RecordCache(DEFAULT_RECORD_CACHE),
         ExactTables(DEFAULT_EXACT_CACHE_TABLES),
         VocabularyChunks(DEFAULT_VOCABULARY_CACHE_CHUNKS),
+        GraphTables(DEFAULT_GRAPH_CACHE_CHUNKS),
         read_rows,
     )
     partitions = [
@@ -300,7 +308,12 @@ def _decode_partition(
         vocabulary=PartitionVocabulary(entry.key, terms, read_chunk, shared.vocabulary),
         postings=PartitionShards(entry.key, directory, read_chunk, shared.shards),
         exact=PartitionExact(entry.key, exact_directory, read_chunk, shared.exact),
-        graph=decode_graph(blob("graph.bin")),
+        graph=PartitionGraph(
+            entry.key,
+            decode_graph_directory(blob(GRAPH_NAME), f"{entry.key}.{GRAPH_NAME}"),
+            read_chunk,
+            shared.graph,
+        ),
         lexicon=lexicon,
         surface=surface,
         sounds=sounds,

@@ -384,6 +384,30 @@ class PackageView(VersionFacts):
         wanted = [(part.partition.postings, own) for part, own in zip(self.parts, ids, strict=True)]
         return await load_shards([(store, own) for store, own in wanted if own])
 
+    # -- graph edges ----------------------------------------------------------------------------
+
+    async def load_edges(
+        self, sections: Iterable[int], strength: Mapping[str, float]
+    ) -> tuple[dict[int, dict[int, str]], TextReads]:
+        """Target → relation of the edges leaving each section, over every partition in view
+        (an edge two partitions hold keeps its relation with the larger ``strength``); their
+        chunks fetched concurrently (one round trip)."""
+        wanted = sorted(set(sections))
+        results = await concurrently(
+            [part.partition.graph.neighbours_of(wanted) for part in self.parts]
+        )
+        merged: dict[int, dict[int, str]] = {s: {} for s in wanted}
+        reads = TextReads(0, 0, 0, 0)
+        for edges, cost in results:
+            reads = reads.alongside(cost)
+            for section, targets in edges.items():
+                into = merged[section]
+                for target, relation in targets.items():
+                    current = into.get(target)
+                    if current is None or strength[relation] > strength[current]:
+                        into[target] = relation
+        return merged, reads
+
     @property
     def num_sections(self) -> int:
         return len(self.section_doc)

@@ -2,15 +2,20 @@
 
 Why bounded: a knowledge graph is dense; following every edge would drag the whole base into
 the context. Only the neighbours of the best few sections are considered (depth 1 by default),
-ranked by seed score × relation weight, and at most ``max_nodes`` are kept.
+ranked by seed score × relation weight, and at most ``max_nodes`` are kept. The edges are read
+per query, for the sections the expansion leaves from (``router.package.graph_chunks``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import logging
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from router.errors import RouterError
+from router.package.text_store import TextReads
 from router.stages.exact import hit_section
+from router.stages.terms import after
 from router.trace import SectionRef
 
 if TYPE_CHECKING:
@@ -18,12 +23,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RELATION_WEIGHTS",
-    "LayeredGraph",
+    "LoadedEdges",
     "Neighbours",
     "expand",
     "graph_neighbours",
     "graph_seeds",
 ]
+
+log = logging.getLogger(__name__)
 
 # How strongly a relation suggests the neighbour is relevant too.
 RELATION_WEIGHTS = {"link": 1.0, "backlink": 0.7, "parent": 0.6, "child": 0.6}
@@ -33,23 +40,14 @@ class Neighbours(Protocol):
     def neighbours(self, section: int) -> dict[int, str]: ...
 
 
-class LayeredGraph:
-    """The graph of a view: its partitions' compiled edges (``graph.bin``), an edge kept with its
-    strongest relation."""
+class LoadedEdges:
+    """The edges this query read, by source section (a section not read has none)."""
 
-    def __init__(self, layers: Sequence[Neighbours]) -> None:
-        self.layers = layers
+    def __init__(self, edges: Mapping[int, Mapping[int, str]]) -> None:
+        self.edges = edges
 
     def neighbours(self, section: int) -> dict[int, str]:
-        if len(self.layers) == 1:
-            return self.layers[0].neighbours(section)
-        merged: dict[int, str] = {}
-        for layer in self.layers:
-            for target, relation in layer.neighbours(section).items():
-                current = merged.get(target)
-                if current is None or RELATION_WEIGHTS[relation] > RELATION_WEIGHTS[current]:
-                    merged[target] = relation
-        return merged
+        return dict(self.edges.get(section, {}))
 
 
 def expand(
@@ -98,17 +96,46 @@ def graph_seeds(state: QueryState) -> Ranked:
     return seeds
 
 
-def graph_neighbours(state: QueryState) -> list[GraphNode]:
-    """Visible neighbours of the seeds, bounded by ``graph_depth`` and the node budget."""
+async def graph_neighbours(state: QueryState) -> list[GraphNode]:
+    """Visible neighbours of the seeds, bounded by ``graph_depth`` and the node budget; the edges
+    of each level's sections are read first (one round trip a level). A failed read leaves the
+    graph out of this query (the trace names the error)."""
     package, config = state.package, state.config
     seeds = graph_seeds(state)
-    graph = LayeredGraph([part.partition.graph for part in package.parts])
+    details: dict[str, object] = {}
+    try:
+        edges, reads = await _read_levels(state, [s for s, _ in seeds], config.graph_depth)
+    except RouterError as exc:
+        log.error("graph edges of %s unreadable: %s", package.version, exc.message)
+        edges, reads = {}, TextReads(0, 0, 0, 0)
+        details["error"] = exc.code
     neighbours = expand(
-        graph, seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
+        LoadedEdges(edges), seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
     )
+    if reads.round_trips:
+        details.update(chunks_fetched=reads.chunks_fetched, bytes_fetched=reads.bytes_fetched)
     state.trace.stage(
         "graph",
         seeds=[SectionRef(s) for s, _ in seeds],
         nodes=[[SectionRef(s), round(v, 3), via] for s, v, via in neighbours],
+        **details,
     )
     return neighbours
+
+
+async def _read_levels(
+    state: QueryState, seeds: list[int], depth: int
+) -> tuple[dict[int, dict[int, str]], TextReads]:
+    """The edges of the seeds and, level by level up to ``depth``, of every neighbour reached:
+    what ``expand`` can follow (a superset of the sections it does)."""
+    edges: dict[int, dict[int, str]] = {}
+    reads = TextReads(0, 0, 0, 0)
+    frontier = set(seeds)
+    for _ in range(depth if seeds else 0):
+        found, cost = await state.package.load_edges(frontier - set(edges), RELATION_WEIGHTS)
+        edges.update(found)
+        reads = after(reads, cost)
+        frontier = {t for s in frontier for t in edges.get(s, {})} - set(edges)
+        if not frontier:
+            break
+    return edges, reads
