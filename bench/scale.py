@@ -4,6 +4,7 @@ latency against bm25s, on synthetic corpora of growing size.
     python bench/scale.py [--sections 10000 100000] [--root /work/synthetic] [--seed 1]
         [--tenants 20] [--topical 80] [--rounds 2] [--pyodide-max-sections N]
         [--no-cpython] [--no-bm25s] [--no-pyodide] [--no-plots] [--fresh] [--report-only]
+        [--reuse-build]
 
 For each size N: the corpus of bench/synthetic_corpus.py under ROOT/scale-N/ (generated unless it
 is there with the same arguments), then
@@ -180,6 +181,22 @@ def build(corpus: Path, work: Path) -> tuple[dict[str, Any], Path, Path]:
         "terms": counts.get("terms"),
         "postings": counts.get("postings"),
     }
+    return figures, package, state
+
+
+def reused_build(work: Path, results: Path, sections: int) -> tuple[dict[str, Any], Path, Path]:
+    """The package an earlier run built in ``work`` (``--reuse-build``), with that run's build
+    figures from ``results`` when it has a row of this size (a 1M build takes ≈ 12 min)."""
+    package_dir, state = work / "package", work / "state"
+    versions = sorted(p for p in package_dir.iterdir() if (p / "manifest.json").is_file())
+    if len(versions) != 1:
+        raise RuntimeError(f"--reuse-build needs one built version in {package_dir}")
+    package = versions[0]
+    figures: dict[str, Any] = {"version": package.name, "reused": True}
+    if results.is_file():
+        for row in json.loads(results.read_text(encoding="utf-8")).get("rows", []):
+            if row.get("sections") == sections and _get(row, "build", "version") == package.name:
+                figures = {**row["build"], "reused": True}
     return figures, package, state
 
 
@@ -430,7 +447,9 @@ def pyodide_figures(
             print(f"  pyodide {label}: {number}/{len(bodies) - 1} warm queries", flush=True)
 
     started = time.perf_counter()
-    run: WorkerRun = run_worker(label, package, bodies, work, query_log=False, on_progress=progress)
+    run: WorkerRun = run_worker(
+        label, package, bodies, work, query_log=False, on_progress=progress, bulk=True
+    )
     statuses: dict[str, int] = {}
     e2e, router, traces = [], [], []
     for response in run.warm:
@@ -536,7 +555,13 @@ def measure_size(sections: int, args: argparse.Namespace) -> dict[str, Any]:
         "with_tenant": sum(1 for r in rows if r.get("tenant")),
         "other_dates": sum(1 for r in rows if r.get("date") not in (None, QUERY_DAY)),
     }
-    built = attempt(row, "build", lambda: build(corpus_dir, work))
+    built = attempt(
+        row,
+        "build",
+        lambda: (
+            reused_build(work, args.out, sections) if args.reuse_build else build(corpus_dir, work)
+        ),
+    )
     if built is None:
         return row
     row["build"], package, state = built
@@ -777,6 +802,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="no PNG curves")
     parser.add_argument("--out", type=Path, default=RESULTS, help="the JSON of the raw figures")
     parser.add_argument("--fresh", action="store_true", help="drop stored rows of other sizes")
+    parser.add_argument(
+        "--reuse-build", action="store_true", help="measure the package an earlier run built"
+    )
     parser.add_argument(
         "--report-only", action="store_true", help="measure nothing: table and plots of --out"
     )

@@ -86,13 +86,17 @@ def run_worker(
     work: Path,
     query_log: bool = True,
     on_progress: Callable[[int], None] | None = None,
+    bulk: bool = False,
 ) -> WorkerRun:
     """Publish ``folder`` and POST ``bodies`` to ``/v1/query`` in order (the first is the cold
     query). A package without vectors is published through a host of its own and queried in a
     fresh one: a wasm heap never shrinks, so publishing in the measured isolate would count the
     whole package's bytes, and the Worker never publishes in production (``kr publish`` does).
     A package with vectors is published in the measured host (the Vectorize fake lives in it),
-    so its heap includes the publish. Raises HostError when a host dies or a command fails."""
+    so its heap includes the publish. ``bulk`` stores a package without vectors from JS instead
+    (``bulk_store``: many puts at a time, the records into D1, no checks), for benchmark sizes
+    the product's publisher would take hours to upload through the local simulator. Raises
+    HostError when a host dies or a command fails."""
     state = prepare_state(work, f"{name}-{query_log}")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     apart = not manifest.get("embedding")
@@ -107,7 +111,12 @@ def run_worker(
 
     if apart:
         with host_for("publish") as publisher:
-            publisher.publish(folder)
+            if bulk:
+                rows = work / f"records-{name}.jsonl"
+                write_record_rows(folder, rows)
+                publisher.bulk_store(folder, manifest["knowledge_version"], rows)
+            else:
+                publisher.publish(folder)
     host = host_for("queries")
     started = time.perf_counter()
     with host:
@@ -129,6 +138,26 @@ def run_worker(
     return WorkerRun(
         boot_s, timings, app_import, first, warm, heap_booted, heap_app, heap_loaded, heap_after
     )
+
+
+def write_record_rows(folder: Path, out: Path) -> int:
+    """The D1 ``knowledge_records`` rows of a package folder as JSONL (what publish writes)."""
+    from router.package.manifest import Manifest
+    from router.package.records import records_in_files
+
+    class Folder(dict[str, bytes]):
+        def __missing__(self, name: str) -> bytes:
+            return (folder / name).read_bytes()
+
+    manifest = Manifest.from_bytes((folder / "manifest.json").read_bytes())
+    count = 0
+    with out.open("w", encoding="utf-8") as rows:
+        for entry in manifest.partitions:
+            for doc_index, record in enumerate(records_in_files(Folder(), entry.key)):
+                row = {"partition_key": entry.key, "doc_index": doc_index, "record": record}
+                rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+    return count
 
 
 def trace_stages(response: WorkerResponse) -> dict[str, dict[str, Any]]:

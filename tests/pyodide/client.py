@@ -221,6 +221,16 @@ class PyodideHost:
         """Write a package's files as they are and activate ``version`` (a broken upload)."""
         return self.command("store_unverified", dir=str(directory), version=version)
 
+    def bulk_store(
+        self, directory: Path, version: str, records: Path | None, timeout: float = 7200.0
+    ) -> dict[str, Any]:
+        """Store a benchmark-size package from JS, many puts at a time (no checks), with the
+        document records of ``records`` (JSONL) in D1, and activate ``version``."""
+        fields: dict[str, Any] = {"dir": str(directory), "version": version}
+        if records is not None:
+            fields["records"] = str(records)
+        return self.command("bulk_store", timeout=timeout, **fields)
+
     def python(self, code: str) -> Any:
         """Run code in the Worker's Pyodide with ``env`` in scope; returns its ``result``."""
         return self.command("python", code=code)["result"]
