@@ -37,7 +37,15 @@ def test_manifest_describes_every_artifact(built: BuildResult) -> None:
     assert set(manifest["artifacts"]) == set(required)  # the resident files only
     files = built.package.files()
     lazy = {n for n in files if n != "manifest.json" and n not in required}
-    assert {n.split(".")[1].split("-")[0] for n in lazy} == {"s", "v", "x", "g", "texts", "records"}
+    assert {n.split(".")[1].split("-")[0] for n in lazy} == {
+        "s",
+        "v",
+        "x",
+        "g",
+        "w",
+        "texts",
+        "records",
+    }
     assert all(n.split("-")[-1] == f"{sha256_hex(files[n])[:16]}.bin" for n in lazy)
     resident = {n: files[n] for n in required}
     assert lazy_files(Manifest.from_bytes(files["manifest.json"]), resident) == sorted(lazy)

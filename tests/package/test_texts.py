@@ -10,6 +10,7 @@ from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import IntegrityError, PackageFormatError
 from router.knowledge.parser import strip_wikilinks
+from router.package.budget import ReaderBudget
 from router.package.reader import load_package
 from router.package.text_store import SectionTexts
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index, encode_texts
@@ -132,7 +133,10 @@ def test_every_partition_shares_one_chunk_budget(built: BuildResult) -> None:
 
     budget = 8_000
     package = load_package(
-        files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk, text_cache_bytes=budget
+        files["manifest.json"],
+        files.__getitem__,
+        fetch_chunk=fetch_chunk,
+        budget=ReaderBudget(chunk_bytes=budget),
     )
     shared, *tenants = package.partitions
     last = shared.section_count - 1

@@ -43,7 +43,7 @@ def test_every_term_is_found_through_the_directory_with_its_df_and_phrases() -> 
     ]
     files = encode_vocabulary(WORDS, df, keywords, chunk_bytes=512)
     store = _store(files)
-    assert store.directory.chunks > 20 and len(files) == store.directory.chunks + 1
+    assert store.directory.keys.chunks > 20 and len(files) == store.directory.keys.chunks + 1
     probes = [*WORDS, "", "a", "zzzz", "ção", WORDS[0] + "x"]
     found, cost = run_sync(store.lookup(probes))
     for term_id, term in enumerate(WORDS):
@@ -51,7 +51,7 @@ def test_every_term_is_found_through_the_directory_with_its_df_and_phrases() -> 
         assert entry is not None and (entry.id, entry.df) == (term_id, df[term_id])
         assert list(entry.keywords) == keywords[term_id]
     assert all(found[p] is None for p in probes if p not in WORDS)
-    assert cost.chunks_fetched == store.directory.chunks and cost.round_trips == 1
+    assert cost.chunks_fetched == store.directory.keys.chunks and cost.round_trips == 1
     again, cost = run_sync(store.lookup([WORDS[7]]))
     assert again[WORDS[7]] == found[WORDS[7]] and cost.chunks_fetched == 0  # held by the isolate
     assert run_sync(store.read_all()) == WORDS
@@ -75,7 +75,7 @@ def test_a_malformed_directory_or_a_misplaced_chunk_is_refused() -> None:
         with pytest.raises(PackageFormatError):
             decode_vocabulary_directory(broken)
     store = _store(files)
-    first, second = store.directory.file_name(0), store.directory.file_name(1)
+    first, second = store.directory.keys.file_name(0), store.directory.keys.file_name(1)
     files[first] = files[second]  # a chunk's bytes under another chunk's name
     with pytest.raises(PackageFormatError, match="does not match its directory"):
         run_sync(store.lookup([WORDS[0]]))

@@ -299,6 +299,31 @@ def test_scifact_queries_with_repeated_terms_equal_exhaustive_scoring(
     compare_all(package, repeated, weights, [None], ScoreBounds())
 
 
+def test_scifact_common_words_asked_alone_equal_exhaustive_scoring(
+    scifact: tuple[PackageView, list[list[str]]],
+) -> None:
+    """One long list (a common word asked alone, or twice) is ranked by its largest impacts in
+    a heap of k, never a score per section: the same ids and scores as exhaustive scoring."""
+    package, queries = scifact
+    weights = block_weights(package.block_names, DEFAULT_FIELD_WEIGHTS)
+    distinct = sorted({t for terms in queries for t in terms})
+    common = sorted(distinct, key=package.document_frequency, reverse=True)[:40]
+    assert package.document_frequency(common[-1]) > 1024  # past the exhaustive shortcut
+    sections = package.num_sections
+    filters = [None, frozenset(range(0, sections, 7))]
+    compare_all(
+        package,
+        [[t] for t in common] + [[t, t] for t in common[:5]],
+        weights,
+        filters,
+        ScoreBounds(),
+    )
+    lists = query_lists(package, [common[0]], weights, "lucene")
+    if len(lists) == 1:  # the BM25F layout: one list; its budget cut is said
+        cut = top_k_of_lists(lists, 10, None, bounds=ScoreBounds(), max_postings=500)
+        assert cut.truncated and cut.postings == 500 and len(cut.ranked) == 10
+
+
 # --- the sample knowledge and its golden queries --------------------------------------------------
 
 

@@ -3,23 +3,38 @@
 from __future__ import annotations
 
 from router.package.reader import KnowledgePackage
-from router.stages.expansion import (
-    SynonymIndex,
-    expand_terms,
-    repair_candidates,
-    surface_vocabulary,
-)
+from router.stages.expansion import SynonymIndex, expand_terms, repair_candidates, surface_stems
 from router.sync import run_sync
 
 
 def test_surface_correction_never_touches_known_words_codes_or_short_words(
     package: KnowledgePackage,
 ) -> None:
-    surface = surface_vocabulary(package.view(None))
-    assert surface.stems("equipamento") == set()  # a corpus word is not a typo
-    assert surface.stems("nr35x") == set()  # codes are names
-    assert surface.stems("apr") == set()  # too short to correct safely
-    assert "equip" in surface.stems("equipamneto")
+    view = package.view(None)
+    stems = run_sync(surface_stems(view, ["equipamento", "nr35x", "apr", "equipamneto"]))
+    assert "equipamento" not in stems  # a corpus word is not a typo
+    assert "nr35x" not in stems  # codes are names
+    assert "apr" not in stems  # too short to correct safely
+    assert "equip" in stems["equipamneto"]
+
+
+def test_a_sound_alike_word_is_repaired_through_two_reads_of_the_word_chunks(
+    package: KnowledgePackage,
+) -> None:
+    """The word and its sound key first, then the candidate words; counted per read."""
+    view = package.view(None)
+    reads = []
+    original = view.look_up_words
+
+    async def counted(keys):  # type: ignore[no-untyped-def]
+        found, cost = await original(keys)
+        reads.append(cost)
+        return found, cost
+
+    view.look_up_words = counted  # type: ignore[method-assign]
+    stems = run_sync(surface_stems(view, ["calibrassão"]))
+    assert stems["calibrassão"] == set(view.analyzer.terms("calibração"))
+    assert len(reads) == 2
 
 
 def test_a_stem_typo_is_repaired_from_the_few_candidates_the_filters_let_through(
@@ -33,7 +48,7 @@ def test_a_stem_typo_is_repaired_from_the_few_candidates_the_filters_let_through
     view = view.with_terms(found)
     unknown = [t for t in terms if not view.knows(t)]
     assert unknown, terms
-    candidates = repair_candidates(view, terms, {}, None)
+    candidates = repair_candidates(view, terms, {})
     group = candidates.by_term[unknown[0]]
     assert 0 < len(group) < 40  # of hundreds of edits, the filter lets through a few
     found, reads = run_sync(view.load_terms(candidates.terms()))

@@ -40,6 +40,7 @@ from router.package.string_map import encode_string_map
 from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
 from router.package.vocabulary import encode_vocabulary
+from router.package.word_chunks import encode_word_chunks
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
 from router.stages.graph import RELATION_WEIGHTS
 
@@ -438,10 +439,10 @@ def _pystemmer(language: str) -> Any:
 
 
 def _surface_files(analyzer: Analyzer, pairs: Sequence[Sequence[str]]) -> dict[str, bytes]:
-    """``surface.bin`` (folded word → term) and ``sounds.bin`` (sound key → words)."""
+    """``words.bin`` and its chunks: folded word → term, and sound key → words."""
     by_sound = analyzer.config.language == "portuguese"
     stem_of, sounds = surface_tables(((word, stem) for word, stem in pairs), by_sound)
-    return {"surface.bin": encode_string_map(stem_of), "sounds.bin": encode_string_map(sounds)}
+    return encode_word_chunks(stem_of, sounds)
 
 
 def _surface_words(

@@ -27,6 +27,7 @@ from router.errors import PackageFormatError
 from router.knowledge.model import Document
 from router.lru import LruCache
 from router.package.arrays import SortedKeys, header_fields, little_endian_bytes, little_endian_view
+from router.package.chunk_reads import ChunkStore
 from router.package.exact_keys import (
     ExactKeys,
     LocalTarget,
@@ -35,10 +36,8 @@ from router.package.exact_keys import (
     exact_keys_of,
 )
 from router.package.text_store import ChunkFetcher, TextReads
-from router.sync import concurrently
 
 __all__ = [
-    "DEFAULT_EXACT_CACHE_TABLES",
     "EXACT_CHUNK_BYTES",
     "EXACT_NAME",
     "ExactDirectory",
@@ -50,8 +49,6 @@ __all__ = [
 
 EXACT_NAME = "exact.bin"
 EXACT_CHUNK_BYTES = 16 * 1024
-DEFAULT_EXACT_CACHE_TABLES = 128
-"""Decoded key tables an isolate keeps, for the whole package (≈ 2 MiB)."""
 
 _MAGIC = b"KREXDR01"
 _HEADER = struct.Struct("<8sI")
@@ -147,37 +144,23 @@ ExactTables = LruCache[str, ExactKeys]
 """Decoded key tables of one package (every partition), by file name."""
 
 
-class PartitionExact:
+class PartitionExact(ChunkStore[ExactKeys]):
     """One partition's exact keys: the resident directory and its chunks, read through a cache."""
 
     def __init__(
         self, key: str, directory: ExactDirectory, fetch: ChunkFetcher, cache: ExactTables
     ) -> None:
-        self.key = key
+        super().__init__(key, directory.file_name, fetch, cache)
         self.directory = directory
-        self._fetch = fetch
-        self._cache = cache
-
-    def file(self, chunk: int) -> str:
-        return f"{self.key}.{self.directory.file_name(chunk)}"
 
     async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, list[LocalTarget]], TextReads]:
         """The targets of each folded key in this partition, and what reading them cost (the
         chunks not already held, fetched concurrently: one round trip)."""
         wanted = sorted(set(keys))
         chunk_of = {key: self.directory.chunk_of(key) for key in wanted}
-        tables: dict[int, ExactKeys] = {}
-        missing: list[int] = []
-        for chunk in sorted(set(chunk_of.values())):
-            held = self._cache.get(self.file(chunk))
-            if held is None:
-                missing.append(chunk)
-            else:
-                tables[chunk] = held
-        blobs = await concurrently([self._fetch(self.file(c)) for c in missing])
-        for chunk, blob in zip(missing, blobs, strict=True):
-            tables[chunk] = decode_exact(blob)
-            self._cache.put(self.file(chunk), tables[chunk])
+        tables, cost = await self.read(chunk_of.values(), len(wanted))
         found = {key: tables[chunk_of[key]].lookup(key) for key in wanted}
-        cost = TextReads(len(wanted), len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
         return found, cost
+
+    def decode(self, chunk: int, blob: bytes) -> ExactKeys:
+        return decode_exact(blob)

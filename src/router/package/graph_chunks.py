@@ -25,13 +25,12 @@ from itertools import pairwise
 from router.errors import PackageFormatError
 from router.lru import LruCache
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.chunk_reads import ChunkStore
 from router.package.content_names import content_name
 from router.package.graph_table import Edge, GraphTable, decode_graph, encode_table
 from router.package.text_store import ChunkFetcher, TextReads
-from router.sync import concurrently
 
 __all__ = [
-    "DEFAULT_GRAPH_CACHE_CHUNKS",
     "GRAPH_CHUNK_BYTES",
     "GRAPH_NAME",
     "GRAPH_STEM",
@@ -45,8 +44,6 @@ __all__ = [
 GRAPH_NAME = "graph.bin"
 GRAPH_STEM = "g"
 GRAPH_CHUNK_BYTES = 16 * 1024
-DEFAULT_GRAPH_CACHE_CHUNKS = 64
-"""Decoded edge tables an isolate keeps, for the whole package (≈ 1 MiB)."""
 
 _MAGIC = b"KRGDIR01"
 _HEADER = struct.Struct("<8sII")
@@ -120,19 +117,14 @@ GraphTables = LruCache[str, GraphTable]
 """Decoded edge tables of one package (every partition), by file name."""
 
 
-class PartitionGraph:
+class PartitionGraph(ChunkStore[GraphTable]):
     """One partition's edges: the resident directory and its chunks, read through a cache."""
 
     def __init__(
         self, key: str, directory: GraphDirectory, fetch: ChunkFetcher, cache: GraphTables
     ) -> None:
-        self.key = key
+        super().__init__(key, directory.file_name, fetch, cache)
         self.directory = directory
-        self._fetch = fetch
-        self._cache = cache
-
-    def file(self, chunk: int) -> str:
-        return f"{self.key}.{self.directory.file_name(chunk)}"
 
     async def neighbours_of(
         self, sections: Iterable[int]
@@ -141,20 +133,11 @@ class PartitionGraph:
         chunks not already held, fetched concurrently: one round trip)."""
         wanted = sorted(set(sections))
         chunk_of = {s: self.directory.chunk_of(s) for s in wanted}
-        held: dict[int, GraphTable] = {}
-        missing: list[int] = []
-        for chunk in sorted({c for c in chunk_of.values() if c is not None}):
-            found = self._cache.get(self.file(chunk))
-            if found is None:
-                missing.append(chunk)
-            else:
-                held[chunk] = found
-        blobs = await concurrently([self._fetch(self.file(c)) for c in missing])
-        for chunk, blob in zip(missing, blobs, strict=True):
-            held[chunk] = decode_graph(blob, self.file(chunk))
-            self._cache.put(self.file(chunk), held[chunk])
+        held, cost = await self.read(chunk_of.values(), len(wanted))
         edges = {
             s: {} if chunk is None else held[chunk].neighbours(s) for s, chunk in chunk_of.items()
         }
-        cost = TextReads(len(wanted), len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
         return edges, cost
+
+    def decode(self, chunk: int, blob: bytes) -> GraphTable:
+        return decode_graph(blob, self.file(chunk))

@@ -19,13 +19,14 @@ from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM
 from router.package.shards import decode_directory
 from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vocabulary import VOCABULARY_NAME, decode_vocabulary_directory
+from router.package.word_chunks import WORDS_NAME, decode_word_directory
 
 __all__ = ["lazy_files", "postings_bytes"]
 
 
 def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
-    """The lazily read files of every partition (shards; vocabulary, exact-key, graph, text and
-    record chunks),
+    """The lazily read files of every partition (shards; vocabulary, exact-key, graph, word,
+    text and record chunks),
     named from the partitions' resident directories in ``resident``."""
     names: list[str] = []
     for entry in manifest.partitions:
@@ -39,10 +40,12 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
         exact = decode_exact_directory(blob(EXACT_NAME))
         local = [shards.file_name(s) for s in range(len(shards.hashes))]
         local += [exact.file_name(c) for c in range(exact.chunks)]
-        vocabulary = decode_vocabulary_directory(blob(VOCABULARY_NAME))
+        vocabulary = decode_vocabulary_directory(blob(VOCABULARY_NAME)).keys
         local += [vocabulary.file_name(c) for c in range(vocabulary.chunks)]
         graph = decode_graph_directory(blob(GRAPH_NAME))
         local += [graph.file_name(c) for c in range(len(graph.hashes))]
+        words = decode_word_directory(blob(WORDS_NAME))
+        local += [words.file_name(c) for c in range(words.chunks)]
         local += decode_text_index(blob(TEXTS_INDEX_NAME)).chunk_names()
         local += decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM).chunk_names()
         names += [partition_file(entry.key, name) for name in sorted(set(local))]

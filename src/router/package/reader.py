@@ -15,18 +15,17 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.budget import ReaderBudget
 from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.content_names import verify_named
 from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
 from router.package.exact_chunks import (
-    DEFAULT_EXACT_CACHE_TABLES,
     EXACT_NAME,
     ExactTables,
     PartitionExact,
     decode_exact_directory,
 )
 from router.package.graph_chunks import (
-    DEFAULT_GRAPH_CACHE_CHUNKS,
     GRAPH_NAME,
     GraphTables,
     PartitionGraph,
@@ -41,18 +40,16 @@ from router.package.partitions import (
     partition_key,
 )
 from router.package.records import (
-    DEFAULT_RECORD_CACHE,
     RECORDS_INDEX_NAME,
     RECORDS_STEM,
     DocumentRecords,
     RecordCache,
     RowReader,
 )
-from router.package.shard_store import DEFAULT_SHARD_CACHE_BYTES, PartitionShards, ShardCache
+from router.package.shard_store import PartitionShards, ShardCache
 from router.package.shards import decode_directory
 from router.package.string_map import StringMap, decode_string_map
 from router.package.text_store import (
-    DEFAULT_TEXT_CACHE_BYTES,
     ChunkCache,
     ChunkFetcher,
     SectionTexts,
@@ -61,19 +58,21 @@ from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.vectors import SectionVectors, decode_vectors
 from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
 from router.package.vocabulary import (
-    DEFAULT_VOCABULARY_CACHE_CHUNKS,
     VOCABULARY_NAME,
     PartitionVocabulary,
     VocabularyChunks,
     decode_vocabulary_directory,
 )
+from router.package.word_chunks import (
+    WORDS_NAME,
+    PartitionWords,
+    WordTables,
+    decode_word_directory,
+)
 
 __all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "Partition", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
-
-VIEW_CACHE_ENTRIES = 32
-"""Tenant views an isolate keeps composed (each holds its derived indexes)."""
 
 
 @dataclass
@@ -89,8 +88,7 @@ class Partition:
     exact: PartitionExact  # exact keys (ids, titles, aliases, facts, section ids): directory
     graph: PartitionGraph  # edges that start or end in this partition: directory (lazy)
     lexicon: StringMap  # accent-free word → stem of its accented spelling
-    surface: StringMap  # typo repair: folded corpus word → index term
-    sounds: StringMap  # typo repair: sound key → folded words (joined)
+    words: PartitionWords  # typo repair: corpus words and sound keys: directory (lazy)
     texts: SectionTexts
     synonyms: list[list[str]]
     vectors: SectionVectors | None = None
@@ -130,6 +128,7 @@ class KnowledgePackage(VersionFacts):
     manifest: Manifest
     partitions: list[Partition]  # shared first, then tenants by key
     byte_size: int = 0
+    budget: ReaderBudget = field(default_factory=ReaderBudget)
     _views: OrderedDict[str | None, PackageView] = field(default_factory=OrderedDict, repr=False)
 
     def view(self, tenant: str | None) -> PackageView:
@@ -143,8 +142,8 @@ class KnowledgePackage(VersionFacts):
         chosen = [0] + [i for i, p in enumerate(self.partitions) if i and p.key == key]
         parts = tuple(self._part(i) for i in chosen)
         shared = self.view(None) if len(parts) > 1 else None
-        view = self._views[key] = compose_view(self.manifest, parts, shared)
-        while len(self._views) > VIEW_CACHE_ENTRIES:
+        view = self._views[key] = compose_view(self.manifest, parts, shared, self.budget)
+        while len(self._views) > max(1, self.budget.views):
             self._views.popitem(last=False)
         return view
 
@@ -196,6 +195,7 @@ class _Shared:
     exact: ExactTables
     vocabulary: VocabularyChunks
     graph: GraphTables
+    words: WordTables
     rows: RowReader | None
 
 
@@ -205,8 +205,7 @@ def load_package(
     *,
     with_vectors: bool = True,
     fetch_chunk: ChunkFetcher | None = None,
-    text_cache_bytes: int = DEFAULT_TEXT_CACHE_BYTES,
-    shard_cache_bytes: int = DEFAULT_SHARD_CACHE_BYTES,
+    budget: ReaderBudget | None = None,
     read_rows: RowReader | None = None,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
@@ -218,6 +217,7 @@ def load_package(
     and the shards of its terms, with ``fetch_chunk`` (async; e.g. an R2 read) or else with
     ``fetch``, verified on arrival. ``read_rows`` (D1's ``knowledge_records``) serves the
     document records a response needs in one query; rows it lacks come from the chunks.
+    ``budget`` bounds what the package's caches keep between queries.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     blobs = {
@@ -225,13 +225,15 @@ def load_package(
         for name in manifest.names_to_read(with_vectors=with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
+    budget = budget or ReaderBudget()
     shared = _Shared(
-        ShardCache(shard_cache_bytes),
-        ChunkCache(text_cache_bytes),
-        RecordCache(DEFAULT_RECORD_CACHE),
-        ExactTables(DEFAULT_EXACT_CACHE_TABLES),
-        VocabularyChunks(DEFAULT_VOCABULARY_CACHE_CHUNKS),
-        GraphTables(DEFAULT_GRAPH_CACHE_CHUNKS),
+        ShardCache(budget.shard_bytes),
+        ChunkCache(budget.chunk_bytes),
+        RecordCache(budget.records),
+        ExactTables(budget.exact_tables),
+        VocabularyChunks(budget.vocabulary_chunks),
+        GraphTables(budget.graph_chunks),
+        WordTables(budget.word_chunks),
         read_rows,
     )
     partitions = [
@@ -242,6 +244,7 @@ def load_package(
         manifest=manifest,
         partitions=partitions,
         byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
+        budget=budget,
     )
 
 
@@ -269,8 +272,7 @@ def _decode_partition(
     except (ValueError, TypeError, AttributeError) as exc:
         raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
     lexicon = decode_string_map(blob("lexicon.bin"), f"{entry.key}.lexicon.bin")
-    surface = decode_string_map(blob("surface.bin"), f"{entry.key}.surface.bin")
-    sounds = decode_string_map(blob("sounds.bin"), f"{entry.key}.sounds.bin")
+    words = decode_word_directory(blob(WORDS_NAME), f"{entry.key}.{WORDS_NAME}")
     terms = decode_vocabulary_directory(blob(VOCABULARY_NAME), f"{entry.key}.{VOCABULARY_NAME}")
     directory = decode_directory(blob("postings.bin"))
     exact_directory = decode_exact_directory(blob(EXACT_NAME))
@@ -315,8 +317,7 @@ def _decode_partition(
             shared.graph,
         ),
         lexicon=lexicon,
-        surface=surface,
-        sounds=sounds,
+        words=PartitionWords(entry.key, words, read_chunk, shared.words),
         texts=SectionTexts(text_index, read_own_chunk, cache=shared.chunks, owner=entry.key),
         synonyms=synonyms,
         vectors=vectors,

@@ -7,7 +7,7 @@ most of the isolate's heap. So each document is one JSON record, packed in docum
 chunk files of about 4 KiB with the layout of the section texts (``records.bin`` + ``records-
 <c>.bin``, ``router.package.texts``), and a query fetches the chunks of the documents it needs —
 concurrently, one round trip — verified against the manifest. The isolate keeps the records it
-decoded recently in a small LRU (``DEFAULT_RECORD_CACHE``); a query holds its own records for as
+decoded recently in a small LRU (``ReaderBudget.records``); a query holds its own records for as
 long as it runs, so another query's reads never evict them.
 """
 
@@ -27,7 +27,6 @@ from router.package.text_store import ChunkCache, ChunkFetcher, SectionTexts, Te
 from router.package.texts import TextIndex, decode_text_index, encode_texts
 
 __all__ = [
-    "DEFAULT_RECORD_CACHE",
     "RECORDS_INDEX_NAME",
     "RECORDS_STEM",
     "RECORD_CHUNK_BYTES",
@@ -52,8 +51,6 @@ RECORD_CHUNK_BYTES = 4 * 1024
 """Target size of a record chunk: a response needs a few dozen records scattered over the
 knowledge base, about one chunk each, so small chunks keep its bytes low (≈ 4 KiB a record
 read instead of 16) at the same number of reads."""
-DEFAULT_RECORD_CACHE = 1024
-"""Decoded documents an isolate keeps between queries, for the whole package."""
 
 
 def record_of(doc: Document, flags: Sequence[Sequence[str]], metadata: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from router.package.budget import ReaderBudget
 from router.package.partitions import partition_file
 from router.package.postings import Postings
 from router.package.shards import ShardDirectory, decode_shard
@@ -20,17 +21,11 @@ from router.package.text_store import ChunkFetcher
 from router.sync import concurrently
 
 __all__ = [
-    "DEFAULT_SHARD_CACHE_BYTES",
     "PartitionShards",
     "ShardCache",
     "ShardReads",
     "load_shards",
 ]
-
-DEFAULT_SHARD_CACHE_BYTES = 8 * 1024 * 1024
-"""Shard bytes an isolate keeps between queries (about 125 shards of 64 KiB): with the other
-caches (texts and records 2 MiB, 1,024 records, 128 exact-key tables) the isolate's budget is
-≈ 14 MiB over its resident directories, whatever the size of the knowledge base."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +40,7 @@ class ShardReads:
 class ShardCache:
     """Decoded shards of one package (every partition), least recently used dropped first."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_SHARD_CACHE_BYTES) -> None:
+    def __init__(self, budget_bytes: int = ReaderBudget.shard_bytes) -> None:
         self._budget = budget_bytes
         self._held: OrderedDict[str, tuple[dict[str, Postings], int]] = OrderedDict()
         self._bytes = 0

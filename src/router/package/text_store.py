@@ -13,20 +13,17 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from router.package.budget import ReaderBudget
 from router.package.texts import TextIndex
 from router.sync import concurrently
 
 __all__ = [
-    "DEFAULT_TEXT_CACHE_BYTES",
     "ChunkCache",
     "ChunkFetcher",
     "SectionTexts",
     "TextReads",
 ]
 
-DEFAULT_TEXT_CACHE_BYTES = 2 * 1024 * 1024
-"""Chunk bytes an isolate keeps between queries, for the whole package (texts and records of
-every partition together: about 128 text chunks of 16 KiB, or 512 record chunks of 4 KiB)."""
 
 ChunkFetcher = Callable[[str], Awaitable[bytes]]
 """``fetch(name)``: the verified bytes of one chunk file of this package."""
@@ -56,7 +53,7 @@ class ChunkCache:
     """Chunk bytes of one package — every partition's texts and records — least recently used
     dropped first, so the isolate's budget does not grow with the number of tenants."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_TEXT_CACHE_BYTES) -> None:
+    def __init__(self, budget_bytes: int = ReaderBudget.chunk_bytes) -> None:
         self._budget = budget_bytes
         self._chunks: OrderedDict[str, bytes] = OrderedDict()
         self._held = 0
@@ -89,7 +86,7 @@ class SectionTexts:
         self,
         index: TextIndex,
         fetch: ChunkFetcher,
-        budget_bytes: int = DEFAULT_TEXT_CACHE_BYTES,
+        budget_bytes: int = ReaderBudget.chunk_bytes,
         *,
         cache: ChunkCache | None = None,
         owner: str = "",

@@ -2,19 +2,20 @@
 
 Why apart from the catalog (index format 3, docs/adr/0010): section texts are most of a package's
 bytes, yet a query quotes only the few sections it shows. Texts are packed in section order into
-chunk files of about ``TEXT_CHUNK_BYTES``; the index says where each section's text starts, so
-a reader fetches (and verifies) just the chunks of the sections it needs. Layout, little-endian:
+chunk files of about ``TEXT_CHUNK_BYTES``; the index says which chunk holds each section, so a
+reader fetches (and verifies) just the chunks of the sections it needs, and each chunk says where
+its texts start — so the resident index costs 20 bytes a chunk, not 4 a section (4 MB at a
+million sections). Layout, little-endian:
 
     texts.bin
-        magic     b"KRTEXT04"                 8 bytes
+        magic     b"KRTEXT05"                 8 bytes
         header    uint32 sections N, chunks C  8 bytes
         first     uint32[C + 1]               first section of each chunk; first[C] = N
-        offsets   uint32[N]                   byte offset of each section's text in its chunk
         hashes    C × 16 ASCII bytes          chunk c is texts-<hashes[c]>.bin
     texts-<sha16>.bin (one per chunk, named by its content: router.package.content_names)
+        offsets   uint32[n + 1]               n = first[c+1] − first[c]: where each text starts
+                                              after the offsets, and offsets[n] = their length
         the UTF-8 texts of sections first[c] … first[c+1]−1, concatenated
-
-A section's text ends where the next section of its chunk starts, or at the chunk's end.
 
 The same layout stores any sequence of UTF-8 items read a few at a time: the document records
 (``records.bin`` and ``records-<c>.bin``, ``router.package.records``) are one JSON item per
@@ -48,22 +49,21 @@ CHUNKED_STEMS: tuple[str, ...] = (TEXTS_STEM, "records")
 TEXT_CHUNK_BYTES = 16 * 1024
 """Target size of one chunk file: a quoted section costs one fetch of at most about this much."""
 
-_MAGIC = b"KRTEXT04"
+_MAGIC = b"KRTEXT05"
 _HEADER = struct.Struct("<8sII")
 
 
 @dataclass(frozen=True)
 class TextIndex:
-    """Where each section's text is: its chunk and its byte offset there."""
+    """Which chunk holds each section's text (each chunk says where its texts start)."""
 
     first: Sequence[int]  # C + 1 entries
-    offsets: Sequence[int]  # N entries
     hashes: tuple[str, ...]  # C content digests: the chunks' names
     stem: str = TEXTS_STEM
 
     @property
     def sections(self) -> int:
-        return len(self.offsets)
+        return self.first[-1]
 
     @property
     def chunks(self) -> int:
@@ -86,12 +86,18 @@ class TextIndex:
         return [self.text(s, blob) for s in range(self.first[chunk], self.first[chunk + 1])]
 
     def text(self, section: int, chunk: bytes) -> str:
-        """The text of ``section``, cut from the bytes of its chunk."""
-        start = self.offsets[section]
-        following = section + 1
-        same_chunk = following < self.first[self.chunk_of(section) + 1]
-        end = self.offsets[following] if same_chunk else len(chunk)
-        return chunk[start:end].decode("utf-8")
+        """The text of ``section``, cut from the bytes of its chunk (a chunk whose offsets do
+        not fit its bytes is refused)."""
+        number = self.chunk_of(section)
+        count = self.first[number + 1] - self.first[number]
+        base = 4 * (count + 1)
+        if len(chunk) < base:
+            raise PackageFormatError(f"{self.chunk_name(number)} is truncated")
+        offsets = little_endian_view(memoryview(chunk)[:base], "I")
+        if offsets[count] != len(chunk) - base:
+            raise PackageFormatError(f"{self.chunk_name(number)} does not match its offsets")
+        local = section - self.first[number]
+        return bytes(chunk[base + offsets[local] : base + offsets[local + 1]]).decode("utf-8")
 
 
 def encode_texts(
@@ -99,27 +105,24 @@ def encode_texts(
 ) -> dict[str, bytes]:
     """``<stem>.bin`` and its chunk files for ``texts`` (section texts, in section order)."""
     first: list[int] = [0]
-    offsets: list[int] = []
     chunks: list[bytes] = []
     current: list[bytes] = []
     size = 0
     for index, text in enumerate(texts):
         if current and size >= chunk_bytes:
-            chunks.append(b"".join(current))
+            chunks.append(_chunk(current))
             first.append(index)
             current, size = [], 0
         encoded = text.encode("utf-8")
-        offsets.append(size)
         current.append(encoded)
         size += len(encoded)
     if current or not chunks:
-        chunks.append(b"".join(current))
+        chunks.append(_chunk(current))
     first.append(len(texts))
     names = [content_name(stem, blob) for blob in chunks]
     index_blob = (
         _HEADER.pack(_MAGIC, len(texts), len(chunks))
         + little_endian_bytes("I", first)
-        + little_endian_bytes("I", offsets)
         + "".join(digest_of(blob) for blob in chunks).encode("ascii")
     )
     files = {f"{stem}.bin": index_blob}
@@ -127,17 +130,24 @@ def encode_texts(
     return files
 
 
+def _chunk(items: Sequence[bytes]) -> bytes:
+    """One chunk: its items' start offsets (and their total length), then the items."""
+    offsets = [0]
+    for item in items:
+        offsets.append(offsets[-1] + len(item))
+    return little_endian_bytes("I", offsets) + b"".join(items)
+
+
 def decode_text_index(blob: bytes, stem: str = TEXTS_STEM) -> TextIndex:
     """The index of ``<stem>.bin``; a wrong magic or length refuses the package."""
     what = f"{stem}.bin"
     sections, chunks = header_fields(blob, _HEADER, _MAGIC, what)
-    numbers = 4 * (chunks + 1) + 4 * sections
+    numbers = 4 * (chunks + 1)
     expected = _HEADER.size + numbers + CONTENT_HASH_DIGITS * chunks
     if len(blob) != expected:
         raise PackageFormatError(f"{what} is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)[_HEADER.size :]
-    first = little_endian_view(view[: 4 * (chunks + 1)], "I")
-    offsets = little_endian_view(view[4 * (chunks + 1) : numbers], "I")
+    first = little_endian_view(view[:numbers], "I")
     if first[0] != 0 or first[chunks] != sections or list(first) != sorted(first):
         raise PackageFormatError(f"{what} has an inconsistent chunk table")
     try:
@@ -146,4 +156,4 @@ def decode_text_index(blob: bytes, stem: str = TEXTS_STEM) -> TextIndex:
         raise PackageFormatError(f"{what} has a malformed chunk hash") from exc
     step = CONTENT_HASH_DIGITS
     hashes = tuple(digests[c * step : (c + 1) * step] for c in range(chunks))
-    return TextIndex(first, offsets, hashes, stem)
+    return TextIndex(first, hashes, stem)

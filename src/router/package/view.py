@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
 from router.knowledge.model import Document, Section
+from router.package.budget import ReaderBudget
 from router.package.joined import Indexed, Joined, Offset
 from router.package.manifest import Manifest
 from router.package.postings import Postings
@@ -42,9 +43,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-QUERY_STEM_CACHE_ENTRIES = 20_000
-"""Words whose stems a view's analyzer remembers between queries."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +193,7 @@ class PackageView(VersionFacts):
     texts: ViewTexts
     synonyms: list[list[str]]
     shared_view: PackageView | None = None  # the anonymous view (None: this is it)
+    budget: ReaderBudget = field(default_factory=ReaderBudget)  # the package's cache bounds
     impact_bounds: dict[tuple[int, int], float] = field(default_factory=dict)  # memoised maxima
     derived: dict[str, Any] = field(default_factory=dict)  # indexes built at first use
     loaded: Mapping[int, Document] = field(default_factory=dict)  # records read by this query
@@ -384,6 +383,25 @@ class PackageView(VersionFacts):
         wanted = [(part.partition.postings, own) for part, own in zip(self.parts, ids, strict=True)]
         return await load_shards([(store, own) for store, own in wanted if own])
 
+    # -- typo repair's corpus words ------------------------------------------------------------
+
+    async def look_up_words(
+        self, keys: Iterable[str]
+    ) -> tuple[dict[str, tuple[str | None, ...]], TextReads]:
+        """Each word-map key's value in every partition in view (``router.package.word_chunks``),
+        their chunks fetched concurrently (one round trip)."""
+        wanted = sorted(set(keys))
+        results = await concurrently([part.partition.words.lookup(wanted) for part in self.parts])
+        found = {key: tuple(values[key] for values, _ in results) for key in wanted}
+        reads = TextReads(0, 0, 0, 0)
+        for _, cost in results:
+            reads = reads.alongside(cost)
+        return found, reads
+
+    def may_hold_word(self, key: str) -> bool:
+        """False when no partition in view holds the word-map ``key`` (Bloom filters)."""
+        return any(part.partition.words.may_hold(key) for part in self.parts)
+
     # -- graph edges ----------------------------------------------------------------------------
 
     async def load_edges(
@@ -429,7 +447,10 @@ class PackageView(VersionFacts):
 
 
 def compose_view(
-    manifest: Manifest, parts: tuple[ViewPart, ...], shared_view: PackageView | None = None
+    manifest: Manifest,
+    parts: tuple[ViewPart, ...],
+    shared_view: PackageView | None = None,
+    budget: ReaderBudget | None = None,
 ) -> PackageView:
     """The view over ``parts`` (the shared partition first); ``shared_view`` is the package's
     anonymous view, for every view that has a tenant partition."""
@@ -453,11 +474,12 @@ def compose_view(
         analyzer=Analyzer(
             AnalyzerConfig.from_dict(manifest.analyzer),
             accent_lexicon=lexicon,
-            stem_cache_entries=QUERY_STEM_CACHE_ENTRIES,
+            stem_cache_entries=(budget or ReaderBudget()).stem_words,
         ),
         texts=ViewTexts(parts),
         synonyms=shared.synonyms,
         shared_view=shared_view,
+        budget=budget or ReaderBudget(),
     )
 
 

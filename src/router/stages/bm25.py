@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from router.package.view import PackageView
 
 __all__ = [
+    "ACCUMULATE_STEP",
     "QueryList",
     "accumulate",
     "block_lists",
@@ -150,19 +151,26 @@ def top_k(
     return heapq.nlargest(k, items, key=_SCORE)
 
 
+ACCUMULATE_STEP = 8192
+"""Postings turned into Python lists at a time (bounds the transient memory of a long list)."""
+
+
 def accumulate(
     postings: Postings, start: int, end: int, weight: float, acc: dict[int, float]
 ) -> None:
-    """Add weight × the impacts of postings [start, end) to ``acc`` (the measured fastest form)."""
-    if start == end:
-        return
-    sections = postings.section_ids[start:end].tolist()  # type: ignore[attr-defined]
-    impacts = postings.scores[start:end].tolist()  # type: ignore[attr-defined]
-    if weight != 1:
-        impacts = [impact * weight for impact in impacts]
-    if not acc:
-        acc.update(zip(sections, impacts, strict=True))
-        return
-    get = acc.get
-    for section, impact in zip(sections, impacts, strict=True):
-        acc[section] = get(section, 0.0) + impact
+    """Add weight × the impacts of postings [start, end) to ``acc`` (the measured fastest form),
+    ``ACCUMULATE_STEP`` postings at a time: a long list turned into Python lists at once cost
+    ≈ 60 bytes a posting of transient memory (36 MB for a 600k-posting list at 1M sections), and
+    a wasm heap keeps its peak."""
+    for low in range(start, end, ACCUMULATE_STEP):
+        high = min(end, low + ACCUMULATE_STEP)
+        sections = postings.section_ids[low:high].tolist()  # type: ignore[attr-defined]
+        impacts = postings.scores[low:high].tolist()  # type: ignore[attr-defined]
+        if weight != 1:
+            impacts = [impact * weight for impact in impacts]
+        if not acc:
+            acc.update(zip(sections, impacts, strict=True))
+            continue
+        get = acc.get
+        for section, impact in zip(sections, impacts, strict=True):
+            acc[section] = get(section, 0.0) + impact

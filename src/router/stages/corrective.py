@@ -10,13 +10,16 @@ general documents. Synonyms are added when it is still weak.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from router.errors import RouterError
 from router.stages.expansion import (
     SynonymIndex,
     expand_terms,
     repair_candidates,
-    surface_vocabulary,
+    surface_stems,
 )
 from router.stages.lexical import Lexical, lexical_search
 from router.stages.terms import read_terms
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from router.state import QueryState
 
 __all__ = ["correct", "is_weak", "unknown_words"]
+
+log = logging.getLogger(__name__)
 
 
 def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
@@ -40,8 +45,8 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     The candidates' vocabulary entries are read before choosing (one round trip, for the few
     the partitions' Bloom filters let through)."""
     unknown = await unknown_words(state)
-    surface = surface_vocabulary(state.package) if unknown else None
-    candidates = repair_candidates(state.package, lexical.terms, unknown, surface)
+    by_word = await _surface_candidates(state, unknown)
+    candidates = repair_candidates(state.package, lexical.terms, by_word)
     await read_terms(state, candidates.terms())
     package = state.package
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
@@ -83,3 +88,16 @@ async def unknown_words(state: QueryState) -> dict[str, str]:
         for word, stem in sorted(stems.items())
         if stem is not None and not state.package.knows(stem)
     }
+
+
+async def _surface_candidates(state: QueryState, unknown: Mapping[str, str]) -> dict[str, set[str]]:
+    """``surface_stems`` of the unknown words; none when the word chunks cannot be read (the
+    stem-level repair still runs; the failure is named in ``state.unreadable``)."""
+    if not unknown:
+        return {}
+    try:
+        return await surface_stems(state.package, unknown)
+    except RouterError as exc:
+        log.error("typo words of %s unreadable: %s", state.package.version, exc.message)
+        state.unreadable.append(exc.code)
+        return {}

@@ -14,19 +14,17 @@ from dataclasses import dataclass, field
 from router.analysis.sound import portuguese_sound_key
 from router.analysis.surface import MIN_FUZZY_LENGTH
 from router.analysis.text import fold
-from router.package.string_map import StringMap
-from router.package.view import PackageView, ViewPart
+from router.package.string_map import VALUE_SEPARATOR
+from router.package.view import PackageView
+from router.package.word_chunks import SOUND_PREFIX, WORD_PREFIX
 
 __all__ = [
     "Expansion",
     "RepairCandidates",
-    "SurfaceLayer",
-    "SurfaceVocabulary",
     "SynonymIndex",
     "expand_terms",
     "repair_candidates",
-    "surface_layer",
-    "surface_vocabulary",
+    "surface_stems",
     "term_alphabet",
 ]
 
@@ -34,7 +32,7 @@ __all__ = [
 def term_alphabet(package: PackageView) -> str:
     """The letters of the terms in view (the stem-level edits' alphabet), from the partitions'
     vocabulary directories."""
-    return _alphabet(part.partition.vocabulary.directory.alphabet for part in package.parts)
+    return _alphabet(part.partition.vocabulary.directory.keys.alphabet for part in package.parts)
 
 
 def term_candidates(package: PackageView, term: str, alphabet: str) -> set[str]:
@@ -50,60 +48,49 @@ def term_candidates(package: PackageView, term: str, alphabet: str) -> set[str]:
     return {c for c in _edits(term, alphabet) if package.may_know(c)}
 
 
-@dataclass(frozen=True)
-class SurfaceLayer:
-    """One partition's surface words: folded word → index term, and words by sound."""
+async def surface_stems(package: PackageView, words: Iterable[str]) -> dict[str, set[str]]:
+    """Index terms of the corpus words that sound like each query word or are one edit away —
+    for typos that change the stem: "equipamneto" stems to "equipamnet", far from "equip", but
+    is one swap from the word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese
+    sound key). None for a word that is itself a corpus word, a code, or too short.
 
-    stem_of: StringMap
-    by_sound: StringMap  # sound key → its folded words (``StringMap.values_of``)
-    alphabet: str
-
-
-def surface_layer(package: PackageView, part: ViewPart) -> SurfaceLayer:
-    """The tables the build compiled for a partition (``router.analysis.surface``), read in
-    place; only the alphabet is derived, from the words' characters."""
-    partition = part.partition
-    alphabet = _alphabet(partition.surface.key_characters())
-    return SurfaceLayer(partition.surface, partition.sounds, alphabet)
-
-
-class SurfaceVocabulary:
-    """The corpus's own words (accent-folded), each with its index term, for typos that change
-    the stem: "equipamneto" stems to "equipamnet", far from "equip", but is one swap from the
-    word "equipamento"; "calibrassão" sounds like "calibração" (Portuguese sound key).
-
-    The layers are the word/term pairs the build compiled per partition
-    (``router.analysis.surface``), read in place.
+    Two reads of the partitions' word chunks (``router.package.word_chunks``): the words and
+    their sound keys, then the candidate words (the sound's words, else the one-edit spellings
+    the Bloom filters let through); the first partition holding a word gives its term.
     """
-
-    def __init__(self, layers: Sequence[SurfaceLayer]) -> None:
-        self.layers = layers
-        self.alphabet = "".join(sorted({ch for layer in layers for ch in layer.alphabet}))
-
-    def stem_of(self, folded: str) -> str | None:
-        for layer in self.layers:
-            found = layer.stem_of.get(folded)
-            if found is not None:
-                return found
-        return None
-
-    def stems(self, word: str) -> set[str]:
-        """Index terms of the corpus words that sound like ``word`` or are one edit away (none
-        when ``word`` is itself a corpus word, a code, or too short to correct safely)."""
+    eligible = {}
+    for word in words:
         folded = fold(word.casefold())
-        if len(folded) < MIN_FUZZY_LENGTH or _has_digit(folded) or self.stem_of(folded):
-            return set()
-        by_sound = any(len(layer.by_sound) for layer in self.layers)
-        key = portuguese_sound_key(word) if by_sound else None
-        candidates = {c for layer in self.layers for c in layer.by_sound.values_of(key or "")}
-        if not candidates:
-            candidates = {c for c in _edits(folded, self.alphabet) if self.stem_of(c)}
-        return {stem for c in candidates if (stem := self.stem_of(c)) is not None}
+        if len(folded) >= MIN_FUZZY_LENGTH and not _has_digit(folded):
+            eligible[word] = folded
+    if not eligible:
+        return {}
+    keys = {WORD_PREFIX + folded for folded in eligible.values()}
+    keys |= {SOUND_PREFIX + portuguese_sound_key(word) for word in eligible}
+    first, _ = await package.look_up_words(keys)
+    alphabet = _alphabet(part.partition.words.directory.alphabet for part in package.parts)
+    candidates: dict[str, set[str]] = {}
+    for word, folded in eligible.items():
+        if any(first[WORD_PREFIX + folded]):
+            continue  # a corpus word is not a typo
+        sounds = first[SOUND_PREFIX + portuguese_sound_key(word)]
+        found = {w for joined in sounds if joined for w in joined.split(VALUE_SEPARATOR)}
+        if not found:
+            found = {c for c in _edits(folded, alphabet) if package.may_hold_word(WORD_PREFIX + c)}
+        candidates[word] = found
+    wanted = {WORD_PREFIX + c for group in candidates.values() for c in group}
+    second, _ = await package.look_up_words(wanted)
+    stems: dict[str, set[str]] = {}
+    for word, group in candidates.items():
+        terms = {_first(second[WORD_PREFIX + c]) for c in group}
+        if terms - {None}:
+            stems[word] = {t for t in terms if t is not None}
+    return stems
 
 
-def surface_vocabulary(package: PackageView) -> SurfaceVocabulary:
-    """The typo repair's surface words of a view: its partitions' layers."""
-    return SurfaceVocabulary(package.layers("surface", surface_layer))
+def _first(values: Sequence[str | None]) -> str | None:
+    """The value of the first partition holding a key (the shared one first)."""
+    return next((v for v in values if v is not None), None)
 
 
 @dataclass(frozen=True)
@@ -120,20 +107,15 @@ class RepairCandidates:
 
 
 def repair_candidates(
-    package: PackageView,
-    terms: Sequence[str],
-    unknown_words: Mapping[str, str],
-    surface: SurfaceVocabulary | None,
+    package: PackageView, terms: Sequence[str], by_word: Mapping[str, set[str]]
 ) -> RepairCandidates:
-    """The candidates of each query term (stem level) and of each unknown word (surface)."""
+    """The candidates of each query term (stem level), with those of the unknown words
+    (``by_word``, from ``surface_stems``)."""
     alphabet = term_alphabet(package)
     by_term = {
         t: found for t in dict.fromkeys(terms) if (found := term_candidates(package, t, alphabet))
     }
-    by_word = {}
-    if surface is not None:
-        by_word = {w: found for w in unknown_words if (found := surface.stems(w))}
-    return RepairCandidates(by_term, by_word)
+    return RepairCandidates(by_term, dict(by_word))
 
 
 class SynonymIndex:

@@ -88,7 +88,7 @@ async def lexical_search(
 def _score_bounds(package: PackageView) -> ScoreBounds:
     """The BM25 scorer's memo, one for the whole package (its keys are posting blocks; it shares
     the maxima the confidence stage uses)."""
-    return ScoreBounds(package.impact_bounds)
+    return ScoreBounds(package.impact_bounds, package.budget.bound_bytes)
 
 
 async def _load_postings(state: QueryState, terms: list[str]) -> tuple[ShardReads, list[str]]:
