@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["PROGRESS_MIN_ITEMS", "Advance", "progress_bar", "say"]
+__all__ = ["PROGRESS_MIN_ITEMS", "Advance", "progress_bar", "progress_phases", "say"]
 
 PROGRESS_MIN_ITEMS = 50
 """Runs shorter than this finish before a bar would be worth drawing."""
@@ -57,3 +57,37 @@ def progress_bar(total: int, description: str) -> Iterator[Advance]:
             progress.advance(task, count)
 
         yield advance
+
+
+@contextmanager
+def progress_phases() -> Iterator[Callable[[str, int], Advance]]:
+    """Yields ``phase(name, total) -> advance``: a bar per phase of a long command (``kr
+    build``: parse, compile, write), drawn on a terminal only, each phase's bar kept on screen
+    once done."""
+    if not sys.stderr.isatty():
+        yield lambda _name, _total: _ignore
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description:<8}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+
+        def phase(name: str, total: int) -> Advance:
+            task = progress.add_task(name, total=total)
+            return lambda count: progress.advance(task, count)
+
+        yield phase

@@ -8,6 +8,7 @@ import sys
 from kr.activation import activate_gated
 from kr.commands.options import gate_settings
 from kr.local import local_state
+from kr.progress import progress_phases
 from router.adapters.local.embedders import embedder_by_name
 from router.compile.build import build_knowledge, write_package
 from router.ops.publish import publish_package
@@ -17,12 +18,16 @@ __all__ = ["run"]
 
 async def run(args: argparse.Namespace) -> int:
     encoder = embedder_by_name(args.embedder)
-    result = build_knowledge(args.knowledge_dir, strict=args.strict, encoder=encoder)
+    with progress_phases() as phases:
+        result = build_knowledge(
+            args.knowledge_dir, strict=args.strict, encoder=encoder, phases=phases
+        )
+        written = write_package(result.package, args.out, phases) if args.out else None
     for diagnostic in result.corpus.diagnostics:
         print(diagnostic, file=sys.stderr)
     package = result.package
-    if args.out:
-        print(f"package written to {write_package(package, args.out)}")
+    if written is not None:
+        print(f"package written to {written}")
     state = local_state(args.state)
     if args.no_activate:
         version = await publish_package(

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.compile.corpus import KnowledgeCorpus, load_knowledge
+from router.compile.corpus import KnowledgeCorpus, knowledge_files, load_knowledge
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.errors import KnowledgeFormatError
 
-__all__ = ["BuildResult", "build_knowledge", "write_package"]
+__all__ = ["BuildPhases", "BuildResult", "build_knowledge", "write_package"]
+
+Advance = Callable[[int], None]
+BuildPhases = Callable[[str, int], Advance]
+"""``phase(name, total)``: starts a phase of a long build ("parse" files, "compile" documents,
+"write" files) and returns its ``advance(n)`` (``kr build`` draws a bar per phase)."""
 
 
 @dataclass(frozen=True)
@@ -24,11 +30,14 @@ def build_knowledge(
     config: BuildConfig | None = None,
     strict: bool = False,
     encoder: PassageEncoder | None = None,
+    phases: BuildPhases | None = None,
 ) -> BuildResult:
     """Parse and compile a knowledge folder. Cross-file errors always fail; file errors fail
     only with ``strict`` (otherwise the file is skipped and reported). With an ``encoder`` the
-    package carries section vectors (cached by text, see compile/vector_cache.py)."""
-    corpus = load_knowledge(root, strict=strict)
+    package carries section vectors (cached by text, see compile/vector_cache.py). ``phases``
+    hears of the progress (a million sections take minutes)."""
+    parsing = phases("parse", len(knowledge_files(root))) if phases is not None else None
+    corpus = load_knowledge(root, strict=strict, advance=parsing)
     fatal = [d for d in corpus.errors if strict or d.cross_file]
     if fatal:
         first = fatal[0]
@@ -36,14 +45,23 @@ def build_knowledge(
         raise KnowledgeFormatError(first.path, first.line, f"{len(fatal)} error(s): {summary}")
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
     embeddings = embed_sections(corpus.documents, encoder) if encoder is not None else None
-    package = compile_documents(corpus.documents, config, corpus.synonyms, source, embeddings)
+    compiling = phases("compile", len(corpus.documents)) if phases is not None else None
+    package = compile_documents(
+        corpus.documents, config, corpus.synonyms, source, embeddings, advance=compiling
+    )
     return BuildResult(corpus, package)
 
 
-def write_package(package: CompiledPackage, out_dir: str | Path) -> Path:
+def write_package(
+    package: CompiledPackage, out_dir: str | Path, phases: BuildPhases | None = None
+) -> Path:
     """Write the package files to ``out_dir/<version>/``."""
     target = Path(out_dir) / package.knowledge_version
     target.mkdir(parents=True, exist_ok=True)
-    for name, blob in package.files().items():
+    files = package.files()
+    writing = phases("write", len(files)) if phases is not None else None
+    for name, blob in files.items():
         (target / name).write_bytes(blob)
+        if writing is not None:
+            writing(1)
     return target

@@ -6,6 +6,7 @@ ids, overlapping validity windows and dangling wikilinks need the whole folder.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from router.errors import KnowledgeFormatError
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
 
-__all__ = ["Diagnostic", "KnowledgeCorpus", "load_knowledge"]
+__all__ = ["Diagnostic", "KnowledgeCorpus", "knowledge_files", "load_knowledge"]
 
 SYNONYMS_FILE = "_synonyms.yml"
 
@@ -49,24 +50,33 @@ class KnowledgeCorpus:
         return [d for d in self.diagnostics if d.level == "error"]
 
 
-def load_knowledge(root: str | Path, strict: bool = False) -> KnowledgeCorpus:
-    """Parse every ``**/*.md`` under ``root`` (sorted, so builds are reproducible).
+def knowledge_files(root: str | Path) -> list[str]:
+    """The documents of a knowledge folder: every ``**/*.md`` relative path, sorted (so builds
+    are reproducible), without those under a ``_`` or ``.`` folder or named so."""
+    base = Path(root)
+    if not base.is_dir():
+        raise KnowledgeFormatError(str(base), 0, "knowledge folder does not exist")
+    found = sorted(path.relative_to(base).as_posix() for path in base.rglob("*.md"))
+    return [r for r in found if not any(p.startswith(("_", ".")) for p in Path(r).parts)]
+
+
+def load_knowledge(
+    root: str | Path, strict: bool = False, advance: Callable[[int], None] | None = None
+) -> KnowledgeCorpus:
+    """Parse every document of ``root`` (``knowledge_files``); ``advance(1)`` after each.
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
     build on any error. Cross-file conflicts (same id, overlapping windows) are always errors.
     """
     base = Path(root)
-    if not base.is_dir():
-        raise KnowledgeFormatError(str(base), 0, "knowledge folder does not exist")
     corpus = KnowledgeCorpus(root=str(base))
-    for path in sorted(base.rglob("*.md"), key=lambda p: p.relative_to(base).as_posix()):
-        relative = path.relative_to(base).as_posix()
-        if any(part.startswith("_") or part.startswith(".") for part in Path(relative).parts):
-            continue
+    for relative in knowledge_files(base):
         try:
-            corpus.documents.append(parse_document(relative, path.read_bytes()))
+            corpus.documents.append(parse_document(relative, (base / relative).read_bytes()))
         except KnowledgeFormatError as exc:
             corpus.diagnostics.append(Diagnostic("error", exc.path, exc.line, exc.detail))
+        if advance is not None:
+            advance(1)
     corpus.synonyms = _load_synonyms(base, corpus)
     _check_duplicate_ids(corpus)
     _check_links(corpus)

@@ -141,8 +141,10 @@ def compile_documents(
     synonyms: Sequence[Sequence[str]] = (),
     source: dict[str, Any] | None = None,
     embeddings: SectionEmbeddings | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> CompiledPackage:
-    """Build the package; same documents, config and vectors → byte-identical artifacts.
+    """Build the package; same documents, config and vectors → byte-identical artifacts;
+    ``advance(n)`` after each partition, with its number of documents.
 
     Documents are compiled per partition (the shared one, then one per tenant; docs/adr/0010):
     each partition has its own vocabulary, statistics, accent lexicon and typo words, so nothing
@@ -181,6 +183,8 @@ def compile_documents(
             synonyms if not entries else (),
             _partition_vectors(members, rows, embeddings),
         )
+        if advance is not None:
+            advance(len(members))
         if not entries:
             shared_lexicon, shared_sections = compiled.lexicon, compiled.sections
             shared_targets = _link_targets(members, 0)
