@@ -21,7 +21,7 @@ from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
 from router.compile.corpus import load_knowledge
 from router.compile.indexer import BuildConfig, compile_documents
-from router.config import DEFAULT_BM25_CANDIDATES
+from router.config import DEFAULT_BM25_CANDIDATES, RetrievalBudget, RouterConfig
 from router.contract import QueryRequest
 from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.postings import Postings, decode_postings, encode_postings
@@ -234,14 +234,12 @@ def test_a_budget_large_enough_is_not_reported() -> None:
     assert ranking.ranked == exhaustive(blocks, ids, weights, 10, None)
 
 
-def test_the_bm25_trace_reports_truncation_only_when_it_happens(
-    package: KnowledgePackage, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_bm25_trace_reports_truncation_only_when_it_happens(package: KnowledgePackage) -> None:
     request = QueryRequest(query="como renovar uma permissão de trabalho vencida")
     stage = run_query(package, request, today=TODAY).trace["stages"]["bm25"]
     assert "truncated" not in stage and {"query_terms", "fields", "candidates"} <= set(stage)
-    monkeypatch.setattr(bm25_pruning, "DEFAULT_MAX_POSTINGS", 3)
-    stage = run_query(package, request, today=TODAY).trace["stages"]["bm25"]
+    tight = RouterConfig(budget=RetrievalBudget(max_postings=3))  # the configured budget
+    stage = run_query(package, request, tight, today=TODAY).trace["stages"]["bm25"]
     assert stage["truncated"] is True
     assert len(stage["candidates"]) <= 3
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import countOf, itemgetter, le, neg
 
+from router.config import DEFAULT_MAX_POSTINGS
 from router.package.budget import ReaderBudget
 from router.package.postings import Postings
 from router.stages.bm25 import (
@@ -59,17 +60,11 @@ from router.stages.bm25 import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_POSTINGS",
     "Ranking",
     "ScoreBounds",
     "bm25_top_k",
     "weighted_top_k",
 ]
-
-DEFAULT_MAX_POSTINGS = 250_000
-"""Postings one query may read (accumulated, or looked up to complete a candidate) before the
-scorer stops and marks its ranking truncated: ~15 ms at ~55 ns a posting in CPython, about twice
-that in Pyodide. SciFact's longest query reads 13,204 postings exhaustively."""
 
 
 LONG_LIST_FRACTION = 32

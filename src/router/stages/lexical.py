@@ -62,7 +62,13 @@ async def lexical_search(
     weights = state.block_weights
     query = query_lists(package, scored, weights, bm25_method(package))
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
-    ranking = weighted_top_k(query, config.bm25_candidates, allowed, bounds=bounds)
+    ranking = weighted_top_k(
+        query,
+        config.bm25_candidates,
+        allowed,
+        bounds=bounds,
+        max_postings=config.budget.max_postings,
+    )
     ranked = ranking.ranked
     confidence = lexical_confidence(package, scored, ranked, weights, config)
     details = {
