@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["PROGRESS_MIN_ITEMS", "Advance", "progress_bar", "progress_phases", "say"]
 
@@ -33,24 +34,7 @@ def progress_bar(total: int, description: str) -> Iterator[Advance]:
     if total < PROGRESS_MIN_ITEMS or not sys.stderr.isatty():
         yield _ignore
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+    with _progress("{task.description}", transient=True) as progress:
         task = progress.add_task(description, total=total)
 
         def advance(count: int) -> None:
@@ -67,6 +51,17 @@ def progress_phases() -> Iterator[Callable[[str, int], Advance]]:
     if not sys.stderr.isatty():
         yield lambda _name, _total: _ignore
         return
+    with _progress("{task.description:<8}", transient=False) as progress:
+
+        def phase(name: str, total: int) -> Advance:
+            task = progress.add_task(name, total=total)
+            return lambda count: progress.advance(task, count)
+
+        yield phase
+
+
+def _progress(label: str, transient: bool) -> Any:
+    """A rich progress display on stderr: label, bar, done/total, elapsed, remaining."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -78,16 +73,10 @@ def progress_phases() -> Iterator[Callable[[str, int], Advance]]:
     )
 
     columns = (
-        TextColumn("{task.description:<8}"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True)) as progress:
-
-        def phase(name: str, total: int) -> Advance:
-            task = progress.add_task(name, total=total)
-            return lambda count: progress.advance(task, count)
-
-        yield phase
+    return Progress(*columns, console=Console(stderr=True), transient=transient)
