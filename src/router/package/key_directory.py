@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from router.errors import PackageFormatError
 from router.package.arrays import SortedKeys, little_endian_bytes, little_endian_view
@@ -49,7 +50,7 @@ class KeyDirectory:
         return f"{self.stem}-{self.hashes[chunk]}.bin"
 
     def first_key(self, chunk: int) -> bytes:
-        return self.first_keys[self.offsets[chunk] : self.offsets[chunk + 1]]
+        return bytes(self.first_keys[self.offsets[chunk] : self.offsets[chunk + 1]])
 
     def chunk_of(self, key: str) -> int | None:
         """The chunk that holds ``key`` if any does (the last whose first key ≤ it); None when
@@ -111,11 +112,11 @@ def decode_key_block(blob: bytes, at: int, chunks: int, stem: str, what: str) ->
     except UnicodeDecodeError as exc:
         raise PackageFormatError(f"{what} has a malformed hash or alphabet") from exc
     size = CONTENT_HASH_DIGITS
-    return KeyDirectory(
+    return KeyDirectory(  # the first keys and the filter stay views of the bundle: no copy
         stem,
         offsets,
         tuple(digests[c * size : (c + 1) * size] for c in range(chunks)),
-        bytes(view[keys_at:alphabet_at]),
+        cast(bytes, view[keys_at:alphabet_at]),
         alphabet,
-        BloomFilter(bytes(view[alphabet_at + alphabet_bytes :])),
+        BloomFilter(cast(bytes, view[alphabet_at + alphabet_bytes :])),
     )

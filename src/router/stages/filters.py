@@ -27,7 +27,7 @@ __all__ = [
     "visible_sections",
 ]
 
-VISIBILITY_CACHE_ENTRIES = 8
+VISIBILITY_CACHE_ENTRIES = 4
 """Distinct (day, deprecation) visibilities whose masks a partition keeps (most queries ask
 about today; the masks cost a byte per section and per document each)."""
 
