@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 
-from router.errors import IntegrityError
+from router.errors import IntegrityError, PackageFormatError
 
 __all__ = [
     "CONTENT_HASH_DIGITS",
     "LAZY_STEMS",
+    "Digests",
     "content_name",
     "digest_of",
     "is_lazy",
@@ -63,3 +64,24 @@ def verify_named(name: str, blob: bytes) -> bytes:
     if digest is None or digest_of(blob) != digest:
         raise IntegrityError(f"artifact {name!r} fails its content check ({len(blob)} bytes)")
     return blob
+
+
+class Digests:
+    """The content digests of a directory's chunks, kept as one ASCII string (16 characters a
+    chunk) and cut on demand: a tuple of strings cost ≈ 73 bytes a chunk (5 MB for the 70k text
+    and record chunks of a million sections)."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        if len(text) % CONTENT_HASH_DIGITS or not set(text) <= _HEX:
+            raise PackageFormatError("a directory's chunk digests are malformed")
+        self._text = text
+
+    def __len__(self) -> int:
+        return len(self._text) // CONTENT_HASH_DIGITS
+
+    def __getitem__(self, chunk: int) -> str:
+        if not 0 <= chunk < len(self):
+            raise IndexError(chunk)
+        return self._text[chunk * CONTENT_HASH_DIGITS : (chunk + 1) * CONTENT_HASH_DIGITS]

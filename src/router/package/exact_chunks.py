@@ -28,6 +28,7 @@ from router.knowledge.model import Document
 from router.lru import LruCache
 from router.package.arrays import SortedKeys, header_fields, little_endian_bytes, little_endian_view
 from router.package.chunk_reads import ChunkStore
+from router.package.content_names import Digests
 from router.package.exact_keys import (
     ExactKeys,
     LocalTarget,
@@ -102,7 +103,7 @@ class ExactDirectory:
     """Each chunk's first key and hash: enough to find the chunk of any key."""
 
     offsets: Sequence[int]
-    hashes: tuple[str, ...]
+    hashes: Digests
     first_keys: bytes
 
     @property
@@ -136,8 +137,7 @@ def decode_exact_directory(blob: bytes) -> ExactDirectory:
     first_keys = bytes(blob[keys_at:])
     if offsets[0] != 0 or offsets[chunks] != len(first_keys) or list(offsets) != sorted(offsets):
         raise PackageFormatError(f"{EXACT_NAME} has inconsistent key offsets")
-    hashes = tuple(digests[c * _HASH : (c + 1) * _HASH] for c in range(chunks))
-    return ExactDirectory(offsets, hashes, first_keys)
+    return ExactDirectory(offsets, Digests(digests), first_keys)
 
 
 ExactTables = LruCache[str, ExactKeys]

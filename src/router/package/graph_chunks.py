@@ -26,7 +26,7 @@ from router.errors import PackageFormatError
 from router.lru import LruCache
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
 from router.package.chunk_reads import ChunkStore
-from router.package.content_names import content_name
+from router.package.content_names import Digests, content_name
 from router.package.graph_table import Edge, GraphTable, decode_graph, encode_table
 from router.package.text_store import ChunkFetcher, TextReads
 
@@ -83,7 +83,7 @@ class GraphDirectory:
     """Each chunk's first source section and hash: enough to find any section's edges."""
 
     firsts: Sequence[int]
-    hashes: tuple[str, ...]
+    hashes: Digests
     edges: int
 
     def file_name(self, chunk: int) -> str:
@@ -109,8 +109,7 @@ def decode_graph_directory(blob: bytes, what: str = GRAPH_NAME) -> GraphDirector
     ascending = all(a < b for a, b in pairwise(firsts))
     if not ascending or (edges == 0) != (chunks == 0):
         raise PackageFormatError(f"{what} has an inconsistent chunk table")
-    hashes = tuple(digests[c * _HASH : (c + 1) * _HASH] for c in range(chunks))
-    return GraphDirectory(firsts, hashes, edges)
+    return GraphDirectory(firsts, Digests(digests), edges)
 
 
 GraphTables = LruCache[str, GraphTable]

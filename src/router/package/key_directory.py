@@ -24,7 +24,7 @@ from typing import cast
 from router.errors import PackageFormatError
 from router.package.arrays import SortedKeys, little_endian_bytes, little_endian_view
 from router.package.bloom import BloomFilter, encode_bloom
-from router.package.content_names import CONTENT_HASH_DIGITS, content_name
+from router.package.content_names import CONTENT_HASH_DIGITS, Digests, content_name
 
 __all__ = ["KeyDirectory", "decode_key_block", "encode_key_block"]
 
@@ -37,7 +37,7 @@ class KeyDirectory:
 
     stem: str
     offsets: Sequence[int]
-    hashes: tuple[str, ...]
+    hashes: Digests
     first_keys: bytes
     alphabet: str
     bloom: BloomFilter
@@ -111,11 +111,10 @@ def decode_key_block(blob: bytes, at: int, chunks: int, stem: str, what: str) ->
         alphabet = bytes(view[alphabet_at : alphabet_at + alphabet_bytes]).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PackageFormatError(f"{what} has a malformed hash or alphabet") from exc
-    size = CONTENT_HASH_DIGITS
     return KeyDirectory(  # the first keys and the filter stay views of the bundle: no copy
         stem,
         offsets,
-        tuple(digests[c * size : (c + 1) * size] for c in range(chunks)),
+        Digests(digests),
         cast(bytes, view[keys_at:alphabet_at]),
         alphabet,
         BloomFilter(cast(bytes, view[alphabet_at + alphabet_bytes :])),

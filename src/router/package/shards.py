@@ -34,6 +34,7 @@ from itertools import pairwise
 
 from router.errors import PackageFormatError
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.content_names import Digests
 from router.package.postings import (
     Postings,
     decode_blocks,
@@ -77,7 +78,7 @@ class ShardDirectory:
 
     blocks: tuple[str, ...]
     first: Sequence[int]  # C + 1
-    hashes: tuple[str, ...]
+    hashes: Digests
     terms: int
     sections: int  # section number space of every block
 
@@ -164,7 +165,7 @@ def decode_directory(blob: bytes) -> ShardDirectory:
     first = little_endian_view(view[offset : offset + 4 * (shards + 1)], "I")
     offset += 4 * (shards + 1)
     raw = bytes(view[offset : offset + shards * _HASH]).decode("ascii")
-    hashes = tuple(raw[i * _HASH : (i + 1) * _HASH] for i in range(shards))
+    hashes = Digests(raw)
     if first[0] != 0 or first[shards] != terms or list(first) != sorted(first):
         raise PackageFormatError("postings directory has an inconsistent shard table")
     return ShardDirectory(names, first, hashes, terms, sections)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from router.errors import PackageFormatError
 from router.package.arrays import header_fields, little_endian_bytes, little_endian_view
-from router.package.content_names import CONTENT_HASH_DIGITS, content_name, digest_of
+from router.package.content_names import CONTENT_HASH_DIGITS, Digests, content_name, digest_of
 
 __all__ = [
     "CHUNKED_STEMS",
@@ -58,7 +58,7 @@ class TextIndex:
     """Which chunk holds each section's text (each chunk says where its texts start)."""
 
     first: Sequence[int]  # C + 1 entries
-    hashes: tuple[str, ...]  # C content digests: the chunks' names
+    hashes: Digests  # C content digests: the chunks' names
     stem: str = TEXTS_STEM
 
     @property
@@ -154,6 +154,4 @@ def decode_text_index(blob: bytes, stem: str = TEXTS_STEM) -> TextIndex:
         digests = bytes(view[numbers:]).decode("ascii")
     except UnicodeDecodeError as exc:
         raise PackageFormatError(f"{what} has a malformed chunk hash") from exc
-    step = CONTENT_HASH_DIGITS
-    hashes = tuple(digests[c * step : (c + 1) * step] for c in range(chunks))
-    return TextIndex(first, hashes, stem)
+    return TextIndex(first, Digests(digests), stem)
