@@ -12,6 +12,7 @@ from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
 from router.package.bloom import BloomFilter, encode_bloom
+from router.package.content_names import Digests
 from router.package.reader import load_package
 from router.package.vocabulary import (
     VOCABULARY_NAME,
@@ -109,3 +110,14 @@ def test_an_unreadable_vocabulary_or_shard_degrades_the_query_and_names_the_erro
     response = asyncio.run(run_cascade(package, vague, None, CascadeServices(), TODAY))
     assert response.trace["stages"]["bm25"]["error"] == "package_integrity"
     assert response.trace["stages"]["bm25"]["candidates"] == []
+
+
+def test_chunk_digests_are_cut_from_one_string_and_checked() -> None:
+    text = "0123456789abcdef" * 3
+    digests = Digests(text)
+    assert len(digests) == 3 and digests[2] == "0123456789abcdef"
+    with pytest.raises(IndexError):
+        digests[3]
+    for broken in ("0123", "0123456789abcdeX"):
+        with pytest.raises(PackageFormatError):
+            Digests(broken)
