@@ -39,6 +39,15 @@ class TextReads:
     bytes_fetched: int
     round_trips: int
 
+    def then(self, other: TextReads) -> TextReads:
+        """This read, then ``other``: counts and round trips add up."""
+        return TextReads(
+            self.sections + other.sections,
+            self.chunks_fetched + other.chunks_fetched,
+            self.bytes_fetched + other.bytes_fetched,
+            self.round_trips + other.round_trips,
+        )
+
     def alongside(self, other: TextReads) -> TextReads:
         """Both reads, made concurrently: their counts add up, their round trips overlap."""
         return TextReads(

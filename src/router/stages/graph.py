@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Protocol
 from router.errors import RouterError
 from router.package.text_store import TextReads
 from router.stages.exact import hit_section
-from router.stages.terms import after
 from router.trace import SectionRef
 
 if TYPE_CHECKING:
@@ -134,7 +133,7 @@ async def _read_levels(
     for _ in range(depth if seeds else 0):
         found, cost = await state.package.load_edges(frontier - set(edges), RELATION_WEIGHTS)
         edges.update(found)
-        reads = after(reads, cost)
+        reads = reads.then(cost)
         frontier = {t for s in frontier for t in edges.get(s, {})} - set(edges)
         if not frontier:
             break

@@ -17,7 +17,7 @@ from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import keyword_matches
-from router.stages.terms import after, read_terms
+from router.stages.terms import read_terms
 from router.trace import TRACE_TOP_N, SectionRef
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ async def lexical_search(
     their posting shards; the trace's ``bm25`` counts both reads."""
     term_reads = await read_terms(state, terms)
     if prefetched is not None:
-        term_reads = after(prefetched, term_reads)
+        term_reads = prefetched.then(term_reads)
     package, config, allowed = state.package, state.config, state.allowed
     reads, scored = await _load_postings(state, terms)
     keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]

@@ -19,7 +19,7 @@ from router.package.text_store import TextReads
 if TYPE_CHECKING:
     from router.state import QueryState
 
-__all__ = ["after", "read_terms"]
+__all__ = ["read_terms"]
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +42,3 @@ async def read_terms(state: QueryState, terms: Iterable[str]) -> TextReads:
     if found:
         state.package = state.package.with_terms(found)
     return cost
-
-
-def after(first: TextReads, then: TextReads) -> TextReads:
-    """Two reads made one after the other: counts and round trips add up."""
-    return TextReads(
-        first.sections + then.sections,
-        first.chunks_fetched + then.chunks_fetched,
-        first.bytes_fetched + then.bytes_fetched,
-        first.round_trips + then.round_trips,
-    )
