@@ -58,3 +58,15 @@ def test_a_stem_typo_is_repaired_from_the_few_candidates_the_filters_let_through
     corrected = expansion.corrections[unknown[0]]
     assert view.knows(corrected) and corrected in group
     assert view.analyzer.terms("permissão")[0] == corrected
+
+
+def test_overlong_tokens_are_not_repaired(package: KnowledgePackage) -> None:
+    """A 2,000-letter token has 108k one-edit spellings: repairing it cost 6 s and 227 MiB of
+    one request; no word is that long, so none are generated."""
+    view = package.view(None)
+    token = "equipamneto" * 200
+    found, _ = run_sync(view.load_terms([token]))
+    view = view.with_terms(found)
+    assert repair_candidates(view, [token], {}).by_term == {}
+    assert run_sync(surface_stems(view, [token])) == {}
+    assert run_sync(surface_stems(view, ["equipamneto"]))  # a word-sized typo still is

@@ -15,6 +15,7 @@ from router.analysis.sound import portuguese_sound_key
 from router.analysis.text import fold
 
 __all__ = [
+    "MAX_FUZZY_LENGTH",
     "MIN_FUZZY_LENGTH",
     "SURFACE_TEXT_BUDGET",
     "SURFACE_WORD_SEPARATOR",
@@ -27,6 +28,10 @@ SURFACE_WORD_SEPARATOR = "\x1f"
 """Joins the folded words that share a sound key (``surface_tables``)."""
 
 MIN_FUZZY_LENGTH = 5  # shorter stems have too many neighbours at one edit
+MAX_FUZZY_LENGTH = 32
+"""Longer tokens are not repaired: no word of the languages served is longer (Portuguese's
+longest has 29 letters), and a token's one-edit spellings grow with its length — a 2,000-letter
+token had 108k of them, 6 s and 227 MiB of one request."""
 SURFACE_TEXT_BUDGET = 1_000_000
 """Characters of text whose words the surface vocabulary indexes: every title, heading, keyword
 and alias, then section bodies in order until the budget is spent. All of SciFact's 7.5 M

@@ -38,7 +38,10 @@ _LEADING_QUESTION = re.compile(
     r"^(o que (e|sao|significa|quer dizer)|que e|qual (e|o significado de)|explique|explica|"
     r"defina|definicao de|significado de|what is|what are|define)\s+(o |a |os |as |um |uma )?"
 )
-_ID_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?:[.#][A-Za-z][A-Za-z0-9_-]*)+")
+_ID_LIKE = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z][A-Za-z0-9_-]*+(?:[.#][A-Za-z][A-Za-z0-9_-]*+)+")
+"""An id in free text (``apr.validity``, ``workPermit#components``). It starts where a word
+does and its runs never backtrack, so a long token costs one pass (it was quadratic: 40 ms for
+2,000 letters)."""
 
 
 @dataclass(frozen=True)

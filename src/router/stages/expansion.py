@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from router.analysis.sound import portuguese_sound_key
-from router.analysis.surface import MIN_FUZZY_LENGTH
+from router.analysis.surface import MAX_FUZZY_LENGTH, MIN_FUZZY_LENGTH
 from router.analysis.text import fold
 from router.package.string_map import VALUE_SEPARATOR
 from router.package.view import PackageView
@@ -43,7 +43,7 @@ def term_candidates(package: PackageView, term: str, alphabet: str) -> set[str]:
     the index cost 73 MiB for SciFact's 30k terms — more than half a Worker isolate — while a
     repair runs only on weak queries; the filters keep the reads to the few that pass.
     """
-    if len(term) < MIN_FUZZY_LENGTH or _has_digit(term) or package.knows(term):
+    if not _repairable(term) or package.knows(term):
         return set()
     return {c for c in _edits(term, alphabet) if package.may_know(c)}
 
@@ -61,7 +61,7 @@ async def surface_stems(package: PackageView, words: Iterable[str]) -> dict[str,
     eligible = {}
     for word in words:
         folded = fold(word.casefold())
-        if len(folded) >= MIN_FUZZY_LENGTH and not _has_digit(folded):
+        if _repairable(folded):
             eligible[word] = folded
     if not eligible:
         return {}
@@ -179,6 +179,11 @@ def _commonest(package: PackageView, terms: Iterable[str]) -> str | None:
     """The term of ``terms`` in most sections of the view (None when it knows none)."""
     known = [t for t in terms if package.knows(t)]
     return max(known, key=lambda t: (package.document_frequency(t), t)) if known else None
+
+
+def _repairable(word: str) -> bool:
+    """Long enough to correct safely, short enough to bound the candidates, not a code."""
+    return MIN_FUZZY_LENGTH <= len(word) <= MAX_FUZZY_LENGTH and not _has_digit(word)
 
 
 def _has_digit(term: str) -> bool:
