@@ -11,12 +11,14 @@ pipeline (``router.pipeline``) alone fills its candidate fields, in the order of
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from router.config import RouterConfig
 from router.contract import QueryRequest
+from router.errors import RouterError
 from router.package.view import PackageView
 from router.stages.bm25 import block_weights
 from router.stages.filters import Mask, Visibility, VisibleMasks, visibility_masks
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from router.stages.lexical import Lexical
 
 __all__ = ["GraphNode", "QueryState", "Ranked", "query_day"]
+
+log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
 """(section index, score), best first: what every ranking stage returns."""
@@ -63,6 +67,14 @@ class QueryState:
     assessment: Assessment | None = None
     texts: dict[int, str] = field(default_factory=dict)  # section → text, for what is quoted
     unreadable: list[str] = field(default_factory=list)  # codes of index reads that failed
+
+    def note_unreadable(self, what: str, exc: RouterError) -> str:
+        """A read of the index this query could not make (``what``: "posting shards"...):
+        logged and kept in ``unreadable``; returns the error's code for the degraded stage's
+        trace."""
+        log.error("%s of %s unreadable: %s", what, self.package.version, exc.message)
+        self.unreadable.append(exc.code)
+        return exc.code
 
     def text(self, section: int) -> str:
         """The text of a section the texts stage read ("" when it could not be read)."""

@@ -10,7 +10,6 @@ general documents. Synonyms are added when it is still weak.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
     from router.state import QueryState
 
 __all__ = ["correct", "is_weak", "unknown_words"]
-
-log = logging.getLogger(__name__)
 
 
 def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
@@ -98,6 +95,5 @@ async def _surface_candidates(state: QueryState, unknown: Mapping[str, str]) -> 
     try:
         return await surface_stems(state.package, unknown)
     except RouterError as exc:
-        log.error("typo words of %s unreadable: %s", state.package.version, exc.message)
-        state.unreadable.append(exc.code)
+        state.note_unreadable("typo words", exc)
         return {}

@@ -8,7 +8,6 @@ per query, for the sections the expansion leaves from (``router.package.graph_ch
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,8 +27,6 @@ __all__ = [
     "graph_neighbours",
     "graph_seeds",
 ]
-
-log = logging.getLogger(__name__)
 
 # How strongly a relation suggests the neighbour is relevant too.
 RELATION_WEIGHTS = {"link": 1.0, "backlink": 0.7, "parent": 0.6, "child": 0.6}
@@ -99,15 +96,14 @@ async def graph_neighbours(state: QueryState) -> list[GraphNode]:
     """Visible neighbours of the seeds, bounded by ``graph_depth`` and the node budget; the edges
     of each level's sections are read first (one round trip a level). A failed read leaves the
     graph out of this query (the trace names the error)."""
-    package, config = state.package, state.config
+    config = state.config
     seeds = graph_seeds(state)
     details: dict[str, object] = {}
     try:
         edges, reads = await _read_levels(state, [s for s, _ in seeds], config.graph_depth)
     except RouterError as exc:
-        log.error("graph edges of %s unreadable: %s", package.version, exc.message)
         edges, reads = {}, TextReads(0, 0, 0, 0)
-        details["error"] = exc.code
+        details["error"] = state.note_unreadable("graph edges", exc)
     neighbours = expand(
         LoadedEdges(edges), seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
     )

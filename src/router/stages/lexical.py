@@ -6,7 +6,6 @@ repaired or expanded terms and keeps whichever result is more confident, so one 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
     from router.state import QueryState, Ranked
 
 __all__ = ["Lexical", "lexical_search"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -104,6 +101,5 @@ async def _load_postings(state: QueryState, terms: list[str]) -> tuple[ShardRead
     try:
         return await state.package.load_postings(terms), terms
     except RouterError as exc:
-        log.error("posting shards of %s unreadable: %s", state.package.version, exc.message)
-        state.unreadable.append(exc.code)
+        state.note_unreadable("posting shards", exc)
         return ShardReads(round_trips=1), []

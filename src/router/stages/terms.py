@@ -9,7 +9,6 @@ read the entries this step put into ``state.package``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
     from router.state import QueryState
 
 __all__ = ["read_terms"]
-
-log = logging.getLogger(__name__)
 
 
 async def read_terms(state: QueryState, terms: Iterable[str]) -> TextReads:
@@ -34,8 +31,7 @@ async def read_terms(state: QueryState, terms: Iterable[str]) -> TextReads:
     try:
         found, cost = await state.package.load_terms(wanted)
     except RouterError as exc:
-        log.error("vocabulary of %s unreadable: %s", state.package.version, exc.message)
-        state.unreadable.append(exc.code)
+        state.note_unreadable("vocabulary", exc)
         nothing = (None,) * len(state.package.parts)
         found = {t: nothing for t in wanted if t not in state.package.term_found}
         cost = TextReads(0, 0, 0, 1)
