@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -154,14 +155,13 @@ class ViewTexts:
             for part, chosen in zip(self.parts, wanted, strict=True)
             if chosen
         ]
-        loads = [part.partition.texts.load(local) for part, local in jobs]
-        results = await concurrently(loads)
+        per_part, reads = await _from_every_part(
+            [part.partition.texts.load(local) for part, local in jobs]
+        )
         texts: dict[int, str] = {}
-        reads = TextReads(0, 0, 0, 0)
-        for (part, _), (found, cost) in zip(jobs, results, strict=True):
+        for (part, _), found in zip(jobs, per_part, strict=True):
             base = part.partition.first_section
             texts.update({base + s: text for s, text in found.items()})
-            reads = reads.alongside(cost)
         return texts, reads
 
 
@@ -223,13 +223,12 @@ class PackageView(VersionFacts):
             index = _part_of_doc(self.parts, doc)
             wanted[index].append(doc - self.parts[index].first_doc)
         jobs = [(part, local) for part, local in zip(self.parts, wanted, strict=True) if local]
-        loads = [part.partition.records.load(local) for part, local in jobs]
-        results = await concurrently(loads)
+        per_part, reads = await _from_every_part(
+            [part.partition.records.load(local) for part, local in jobs]
+        )
         found: dict[int, Document] = {}
-        reads = TextReads(0, 0, 0, 0)
-        for (part, _), (records, cost) in zip(jobs, results, strict=True):
+        for (part, _), records in zip(jobs, per_part, strict=True):
             found.update({part.first_doc + d: doc for d, doc in records.items()})
-            reads = reads.alongside(cost)
         return found, reads
 
     def with_records(self, records: Mapping[int, Document]) -> PackageView:
@@ -274,16 +273,15 @@ class PackageView(VersionFacts):
         """What each folded exact key names in view (shared targets first), its chunks fetched
         concurrently in every partition in view (one round trip)."""
         wanted = sorted(set(keys))
-        loads = [part.partition.exact.lookup(wanted) for part in self.parts]
-        results = await concurrently(loads)
+        per_part, reads = await _from_every_part(
+            [part.partition.exact.lookup(wanted) for part in self.parts]
+        )
         found: dict[str, list[ExactTarget]] = {key: [] for key in wanted}
-        reads = TextReads(0, 0, 0, 0)
-        for part, (targets, cost) in zip(self.parts, results, strict=True):
+        for part, targets in zip(self.parts, per_part, strict=True):
             for key, local in targets.items():
                 for kind, doc, section, fact in local:
                     where = None if section is None else part.first_section + section
                     found[key].append(ExactTarget(kind, part.first_doc + doc, where, fact))
-            reads = reads.alongside(cost)
         return found, reads
 
     def with_exact(self, found: Mapping[str, list[ExactTarget]]) -> PackageView:
@@ -329,14 +327,10 @@ class PackageView(VersionFacts):
         wanted = sorted(set(terms) - set(self.term_found))
         if not wanted:
             return {}, TextReads(0, 0, 0, 0)
-        results = await concurrently(
+        per_part, reads = await _from_every_part(
             [part.partition.vocabulary.lookup(wanted) for part in self.parts]
         )
-        found = {term: tuple(entries[term] for entries, _ in results) for term in wanted}
-        reads = TextReads(0, 0, 0, 0)
-        for _, cost in results:
-            reads = reads.alongside(cost)
-        return found, reads
+        return {term: tuple(entries[term] for entries in per_part) for term in wanted}, reads
 
     def with_terms(self, found: Mapping[str, tuple[TermEntry | None, ...]]) -> PackageView:
         """This view with the terms of ``found`` readable (``term_entries``)."""
@@ -391,12 +385,10 @@ class PackageView(VersionFacts):
         """Each word-map key's value in every partition in view (``router.package.word_chunks``),
         their chunks fetched concurrently (one round trip)."""
         wanted = sorted(set(keys))
-        results = await concurrently([part.partition.words.lookup(wanted) for part in self.parts])
-        found = {key: tuple(values[key] for values, _ in results) for key in wanted}
-        reads = TextReads(0, 0, 0, 0)
-        for _, cost in results:
-            reads = reads.alongside(cost)
-        return found, reads
+        per_part, reads = await _from_every_part(
+            [part.partition.words.lookup(wanted) for part in self.parts]
+        )
+        return {key: tuple(values[key] for values in per_part) for key in wanted}, reads
 
     def may_hold_word(self, key: str) -> bool:
         """False when no partition in view holds the word-map ``key`` (Bloom filters)."""
@@ -411,13 +403,11 @@ class PackageView(VersionFacts):
         (an edge two partitions hold keeps its relation with the larger ``strength``); their
         chunks fetched concurrently (one round trip)."""
         wanted = sorted(set(sections))
-        results = await concurrently(
+        per_part, reads = await _from_every_part(
             [part.partition.graph.neighbours_of(wanted) for part in self.parts]
         )
         merged: dict[int, dict[int, str]] = {s: {} for s in wanted}
-        reads = TextReads(0, 0, 0, 0)
-        for edges, cost in results:
-            reads = reads.alongside(cost)
+        for edges in per_part:
             for section, targets in edges.items():
                 into = merged[section]
                 for target, relation in targets.items():
@@ -454,6 +444,7 @@ def compose_view(
 ) -> PackageView:
     """The view over ``parts`` (the shared partition first); ``shared_view`` is the package's
     anonymous view, for every view that has a tenant partition."""
+    budget = budget or ReaderBudget()
     shared = parts[0].partition
     doc_count = shared.doc_count
     first_sections: Sequence[int] = shared.columns.first[:-1]
@@ -474,13 +465,25 @@ def compose_view(
         analyzer=Analyzer(
             AnalyzerConfig.from_dict(manifest.analyzer),
             accent_lexicon=lexicon,
-            stem_cache_entries=(budget or ReaderBudget()).stem_words,
+            stem_cache_entries=budget.stem_words,
         ),
         texts=ViewTexts(parts),
         synonyms=shared.synonyms,
         shared_view=shared_view,
-        budget=budget or ReaderBudget(),
+        budget=budget,
     )
+
+
+async def _from_every_part(
+    lookups: Sequence[Awaitable[tuple[R, TextReads]]],
+) -> tuple[list[R], TextReads]:
+    """Each partition's answer (in view order), their lookups made concurrently (one round trip),
+    and what they cost together."""
+    results = await concurrently(lookups)
+    reads = TextReads(0, 0, 0, 0)
+    for _, cost in results:
+        reads = reads.alongside(cost)
+    return [found for found, _ in results], reads
 
 
 def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
