@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.compile.corpus import KnowledgeCorpus, knowledge_files, load_knowledge
+from router.compile.corpus import BuildPhases, KnowledgeCorpus, load_knowledge
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.errors import KnowledgeFormatError
 
 __all__ = ["BuildPhases", "BuildResult", "build_knowledge", "write_package"]
-
-Advance = Callable[[int], None]
-BuildPhases = Callable[[str, int], Advance]
-"""``phase(name, total)``: starts a phase of a long build ("parse" files, "compile" documents,
-"write" files) and returns its ``advance(n)`` (``kr build`` draws a bar per phase)."""
 
 
 @dataclass(frozen=True)
@@ -36,8 +30,7 @@ def build_knowledge(
     only with ``strict`` (otherwise the file is skipped and reported). With an ``encoder`` the
     package carries section vectors (cached by text, see compile/vector_cache.py). ``phases``
     hears of the progress (a million sections take minutes)."""
-    parsing = phases("parse", len(knowledge_files(root))) if phases is not None else None
-    corpus = load_knowledge(root, strict=strict, advance=parsing)
+    corpus = load_knowledge(root, strict=strict, phases=phases)
     fatal = [d for d in corpus.errors if strict or d.cross_file]
     if fatal:
         first = fatal[0]

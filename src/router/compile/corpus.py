@@ -17,7 +17,11 @@ from router.errors import KnowledgeFormatError
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
 
-__all__ = ["Diagnostic", "KnowledgeCorpus", "knowledge_files", "load_knowledge"]
+__all__ = ["BuildPhases", "Diagnostic", "KnowledgeCorpus", "knowledge_files", "load_knowledge"]
+
+BuildPhases = Callable[[str, int], Callable[[int], None]]
+"""``phase(name, total)``: starts a phase of a long build ("parse" files, "compile" documents,
+"write" files) and returns its ``advance(n)`` (``kr build`` draws a bar per phase)."""
 
 SYNONYMS_FILE = "_synonyms.yml"
 
@@ -61,16 +65,18 @@ def knowledge_files(root: str | Path) -> list[str]:
 
 
 def load_knowledge(
-    root: str | Path, strict: bool = False, advance: Callable[[int], None] | None = None
+    root: str | Path, strict: bool = False, phases: BuildPhases | None = None
 ) -> KnowledgeCorpus:
-    """Parse every document of ``root`` (``knowledge_files``); ``advance(1)`` after each.
+    """Parse every document of ``root`` (``knowledge_files``), as the "parse" phase.
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
     build on any error. Cross-file conflicts (same id, overlapping windows) are always errors.
     """
     base = Path(root)
     corpus = KnowledgeCorpus(root=str(base))
-    for relative in knowledge_files(base):
+    files = knowledge_files(base)
+    advance = phases("parse", len(files)) if phases is not None else None
+    for relative in files:
         try:
             corpus.documents.append(parse_document(relative, (base / relative).read_bytes()))
         except KnowledgeFormatError as exc:
