@@ -14,18 +14,30 @@ Why filed under one term: a phrase matches only when every one of its terms is i
 so the query finds it through any one of them. Each is filed under its term that is in the fewest
 phrases (the lowest id among equals), and travels in that term's vocabulary chunk
 (``router.package.vocabulary_chunk``): a query reads only the phrases of its own terms.
+
+Why at most ``MAX_PHRASE_TARGETS`` sections a phrase: a phrase shared by more sections of a
+partition (a heading every document has, a word every title carries) names none of them. The
+stage would tie them all and keep the lowest section numbers, which is arbitrary; BM25 ranks such
+a common word instead. At a million sections a single-word heading could be filed for hundreds
+of thousands of sections: one query read 30 MB of phrase entries, and the stage built a score
+for each.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from router.knowledge.model import Document
 from router.package.vocabulary_chunk import KeywordEntry
 
-__all__ = ["KEYWORD_KINDS", "filed_keywords"]
+__all__ = ["KEYWORD_KINDS", "MAX_PHRASE_TARGETS", "filed_keywords"]
 
 KEYWORD_KINDS = ("keyword", "alias", "title", "heading", "link")
+
+MAX_PHRASE_TARGETS = 64
+"""A phrase pointing at more sections of one partition is not filed (module docstring); the
+sample knowledge's most shared phrase points at 9."""
 
 
 def filed_keywords(
@@ -67,6 +79,8 @@ def filed_keywords(
                 if target is not None and link.label and link.label != link.target:
                     add(link.label, target, "link")
             section += 1
+    targets = Counter(terms for terms, _, _ in entries)
+    entries = [entry for entry in entries if targets[entry[0]] <= MAX_PHRASE_TARGETS]
     phrases_of = [0] * len(vocabulary)
     for terms, _, _ in entries:
         for term in terms:
