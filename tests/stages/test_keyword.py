@@ -1,4 +1,4 @@
-"""The keyword stage: curated phrases point at their targets; a phrase every document shares does not."""
+"""The keyword stage: curated phrases point at their targets; a phrase all documents share, none."""
 
 from __future__ import annotations
 

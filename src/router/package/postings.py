@@ -60,6 +60,7 @@ class Postings:
     scale: float = 1.0
     maxima: Sequence[float] | None = None  # each term's largest impact, when stored
     key: str = ""  # stable identity (partition, shard, block) for memos; "" → id()
+    head: Postings | None = None  # long lists' largest impacts, largest first (shards only)
 
     @property
     def num_terms(self) -> int:

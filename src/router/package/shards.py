@@ -9,6 +9,14 @@ name, so an unchanged shard keeps its name across versions). A term's id comes f
 vocabulary chunk (``router.package.vocabulary``); each shard carries its own terms' largest
 impact per block, which bounds their scores.
 
+Why a head for long lists: at a million sections a common word is in half of them. A query of
+such words alone cannot stop MaxScore early (every list is essential), so it accumulated a
+score for each of hundreds of thousands of sections (26 MB at one query) until the postings
+budget cut it short. A list of at least ``HEAD_MIN_POSTINGS`` also stores its ``HEAD_POSTINGS``
+largest impacts in decreasing order: the threshold algorithm reads them and stops after a few
+hundred to a few thousand (BM25's length normalisation gives short sections the largest impacts
+of every term, so the best sections come first in all lists at once).
+
     <key>.postings.bin  (the directory)
         magic    b"KRSHRD02"                  8 bytes
         header   uint32 terms T, shards C, blocks B, section space S
@@ -16,16 +24,20 @@ impact per block, which bounds their scores.
         first    uint32[C + 1]                first term of each shard; first[C] = T
         hashes   C × 16 ASCII hex digits      shard c is the file ``<key>.s-<hash>.bin``
     <key>.s-<hash>.bin  (a shard)
-        magic    b"KRSHAR01"                  8 bytes
-        header   uint32 terms n, blocks B
+        magic    b"KRSHAR02"                  8 bytes
+        header   uint32 terms n, blocks B, heads H (bytes of the heads file)
         maxima   float32[B × n]               largest quantized impact of each term, per block
-        then a ``postings`` blocks file (router.package.postings) over the shard's terms only:
+        heads    a ``postings`` blocks file of H bytes (router.package.postings), same blocks and
+                 terms: a long list's largest impacts, largest first (equal ones by section
+                 number), the same quantized values; empty for the other terms
+        then a ``postings`` blocks file over the shard's terms only (section numbers ascending):
         term t of the partition is local term t − first[c]
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import struct
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
@@ -45,6 +57,8 @@ from router.package.postings import (
 )
 
 __all__ = [
+    "HEAD_MIN_POSTINGS",
+    "HEAD_POSTINGS",
     "SHARD_POSTINGS",
     "ShardDirectory",
     "decode_directory",
@@ -57,9 +71,16 @@ SHARD_POSTINGS = 8192
 """Postings per shard file (about 64 KiB): a cold query of ten terms fetches ~10 such files at
 once, and a long list is one shard of its own."""
 
+HEAD_POSTINGS = 8192
+"""Largest impacts stored in decreasing order per long list (48 KiB): measured at 1M sections,
+the threshold algorithm stopped after 407 (two common words), 680 and 3,692 (three) of them."""
+
+HEAD_MIN_POSTINGS = 4 * HEAD_POSTINGS
+"""A list this long gets a head: below, MaxScore reads it whole in about a millisecond."""
+
 _MAGIC = b"KRSHRD02"
-_SHARD_MAGIC = b"KRSHAR01"
-_SHARD_HEADER = struct.Struct("<8sII")
+_SHARD_MAGIC = b"KRSHAR02"
+_SHARD_HEADER = struct.Struct("<8sIII")
 _HEADER = struct.Struct("<8sIIII")
 _NAME = 16
 _HASH = 16
@@ -94,9 +115,15 @@ def encode_shards(
     num_terms: int,
     sections: int,
     target: int = SHARD_POSTINGS,
+    head_min: int | None = None,
+    head: int | None = None,
 ) -> tuple[bytes, dict[str, bytes], list[int]]:
     """The directory, the shard files (named by content) of a partition's posting blocks, and
-    each term's document frequency (its longest list over the blocks)."""
+    each term's document frequency (its longest list over the blocks); lists of at least
+    ``head_min`` postings (``HEAD_MIN_POSTINGS``) carry their ``head`` (``HEAD_POSTINGS``)
+    largest impacts."""
+    head_min = HEAD_MIN_POSTINGS if head_min is None else head_min
+    head = HEAD_POSTINGS if head is None else head
     names = list(blocks)
     sizes = [
         max(blocks[b][0][t + 1] - blocks[b][0][t] for b in names) if names else 0
@@ -119,10 +146,14 @@ def encode_shards(
             for b in names
             for t in range(start, end)
         ]
+        heads = encode_blocks(
+            {b: _heads(blocks[b], start, end, sections, scales[b], head_min, head) for b in names}
+        )
         blob = b"".join(
             [
-                _SHARD_HEADER.pack(_SHARD_MAGIC, end - start, len(names)),
+                _SHARD_HEADER.pack(_SHARD_MAGIC, end - start, len(names), len(heads)),
                 little_endian_bytes("f", maxima),
+                heads,
                 encode_blocks(
                     {b: _slice(blocks[b], start, end, sections, scales[b]) for b in names}
                 ),
@@ -147,6 +178,27 @@ def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -
     low, high = indptr[start], indptr[end]
     local = [p - low for p in indptr[start : end + 1]]
     return encode_postings(local, ids[low:high], impacts[low:high], sections, scale)
+
+
+def _heads(
+    block: CscBlock, start: int, end: int, sections: int, scale: float, head_min: int, head: int
+) -> bytes:
+    """The heads block of terms [start, end): each long list's ``head`` largest quantized
+    impacts, largest first and equal ones by section number; nothing for shorter lists."""
+    indptr, ids, impacts = block
+    local = [0]
+    head_ids: list[int] = []
+    head_impacts: list[int] = []
+    for term in range(start, end):
+        low, high = indptr[term], indptr[term + 1]
+        if high - low >= head_min:
+            levels = quantize(impacts[low:high], scale)
+            order = heapq.nsmallest(head, range(high - low), key=lambda i: (-levels[i], i))
+            head_ids.extend(ids[low + i] for i in order)
+            head_impacts.extend(levels[i] for i in order)
+        local.append(len(head_ids))
+    # stored as impacts × scale: encode_postings quantizes them back to the same integers
+    return encode_postings(local, head_ids, [q * scale for q in head_impacts], sections, scale)
 
 
 def decode_directory(blob: bytes) -> ShardDirectory:
@@ -174,23 +226,37 @@ def decode_directory(blob: bytes) -> ShardDirectory:
 def decode_shard(
     blob: bytes, directory: ShardDirectory, shard: int, key: str
 ) -> dict[str, Postings]:
-    """A shard's blocks, checked against the directory; each carries its terms' maxima and a
-    stable ``key`` for the scorer's memos."""
+    """A shard's blocks, checked against the directory; each carries its terms' maxima, its
+    heads, and a stable ``key`` for the scorer's memos."""
     start, end = directory.first[shard], directory.first[shard + 1]
     what = f"shard {shard} of {key}"
-    terms, block_count = header_fields(blob, _SHARD_HEADER, _SHARD_MAGIC, what)
-    blocks_at = _SHARD_HEADER.size + 4 * terms * block_count
+    terms, block_count, heads_size = header_fields(blob, _SHARD_HEADER, _SHARD_MAGIC, what)
+    heads_at = _SHARD_HEADER.size + 4 * terms * block_count
+    blocks_at = heads_at + heads_size
     if terms != end - start or block_count != len(directory.blocks) or len(blob) < blocks_at:
         raise PackageFormatError(f"{what} does not match its directory")
     view = memoryview(blob)
-    all_maxima = little_endian_view(view[_SHARD_HEADER.size : blocks_at], "f")
+    all_maxima = little_endian_view(view[_SHARD_HEADER.size : heads_at], "f")
+    heads = decode_blocks(view[heads_at:blocks_at])  # type: ignore[arg-type]
     decoded = decode_blocks(view[blocks_at:])  # type: ignore[arg-type]
-    if tuple(decoded) != directory.blocks:
+    if tuple(decoded) != directory.blocks or tuple(heads) != directory.blocks:
         raise PackageFormatError(f"{what} has other blocks than its directory")
     found: dict[str, Postings] = {}
     for index, (name, postings) in enumerate(decoded.items()):
-        if postings.num_terms != terms or postings.num_sections != directory.sections:
+        head = heads[name]
+        if (
+            postings.num_terms != terms
+            or postings.num_sections != directory.sections
+            or head.num_terms != terms
+            or head.scale != postings.scale
+        ):
             raise PackageFormatError(f"{what} does not match its directory")
         maxima = all_maxima[index * terms : (index + 1) * terms]
-        found[name] = replace(postings, maxima=maxima, key=f"{key}:{shard}:{name}")
+        has_heads = head.indptr[terms] > 0
+        found[name] = replace(
+            postings,
+            maxima=maxima,
+            key=f"{key}:{shard}:{name}",
+            head=head if has_heads else None,
+        )
     return found

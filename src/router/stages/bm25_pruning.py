@@ -15,6 +15,10 @@ dynamic pruning, MaxScore (Turtle & Flood 1995) in term-at-a-time form:
 3. the k best complete scores are returned, ties in today's order (the query list that first
    matched, then the section id), so the result equals ``top_k(weighted_scores(...))``.
 
+A query whose lists are all long (common words at a million sections) never lets MaxScore stop:
+it is answered first by the threshold algorithm over the long lists' impact-ordered heads
+(``router.stages.bm25_threshold``), and comes here only when the heads run out.
+
 A section's score is its impacts summed in the order of step 1 (decreasing list bound), not in
 query order as ``weighted_scores`` does. With the default BM25F block (float32 impacts × integer
 counts) and dyadic field weights the sums are exact in float64, so the two are bit-identical (all
@@ -58,6 +62,7 @@ from router.stages.bm25 import (
     top_k,
     weighted_scores,
 )
+from router.stages.bm25_threshold import threshold_top_k
 
 __all__ = [
     "Ranking",
@@ -189,6 +194,9 @@ def weighted_top_k(
         for _, _, postings, _, start, end, weight in lists:
             accumulate(postings, start, end, weight, acc)
         return Ranking(top_k(acc, k, allowed), False, total)
+    headed = threshold_top_k(query, k, allowed, budget)  # None: no long list, or heads too short
+    if headed is not None:
+        return Ranking(headed.ranked, headed.truncated, headed.postings)
     if len(lists) == 1:
         return _one_list_top_k(lists[0], k, allowed, budget)
     return _Search(lists, k, allowed, budget).run(bounds)
