@@ -325,6 +325,18 @@ def fetch_summary(traces: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def stage_times(traces: Iterable[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """p50/p95/mean ms of each stage over responses' traces (a stage absent from a query is
+    not counted for it): where a serving path spends its time."""
+    times: dict[str, list[float]] = {}
+    for trace in traces:
+        for name, details in trace.get("stages", {}).items():
+            if isinstance(details, dict) and isinstance(details.get("ms"), int | float):
+                times.setdefault(name, []).append(float(details["ms"]))
+    ordered = sorted(times.items(), key=lambda item: -sum(item[1]))
+    return {name: spread(values) for name, values in ordered}
+
+
 # -- CPython: our router in-process and bm25s ------------------------------------------------
 
 
@@ -350,12 +362,15 @@ async def _router_passes(state: Path, rows: list[dict[str, Any]], rounds: int) -
             traces.append(response.trace)
         if number == 0:
             fetches = fetch_summary(traces)
-        passes.append({"e2e_ms": spread(e2e), "router_ms": spread(router)})
+        passes.append(
+            {"e2e_ms": spread(e2e), "router_ms": spread(router), "stage_ms": stage_times(traces)}
+        )
     last = passes[-1]
     return {
         "first_query_ms": round(first_ms or 0.0, 1),
         "e2e_ms": last["e2e_ms"],
         "router_ms": last["router_ms"],
+        "stage_ms": last["stage_ms"],
         "passes": passes,
         "fetch_first_pass": fetches,
         "queries": len(requests),
@@ -482,6 +497,7 @@ def pyodide_figures(
         "router_ms": spread(router),
         "statuses": statuses,
         "fetch": fetch_summary(traces),
+        "stage_ms": stage_times(traces),
         "startup_timings_ms": run.startup_timings_ms,
     }
 

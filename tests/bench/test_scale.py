@@ -7,7 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.scale import REQUEST_FIELDS, fetch_cost, fetch_summary, load_queries, request_body
+from bench.scale import (
+    REQUEST_FIELDS,
+    fetch_cost,
+    fetch_summary,
+    load_queries,
+    request_body,
+    stage_times,
+)
 from bench.synthetic_corpus import CorpusSpec, generate
 
 
@@ -29,6 +36,18 @@ def test_cached_responses_are_left_out_of_the_fetches() -> None:
     assert summary["bytes"]["n"] == 2
     assert summary["bytes"]["max"] == 100
     assert summary["round_trips"]["mean"] == 0.5
+
+
+def test_stage_times_rank_stages_by_total_time_and_count_only_where_they_ran() -> None:
+    traces = [
+        {"stages": {"bm25": {"ms": 4.0}, "texts": {"ms": 1.0}}},
+        {"stages": {"bm25": {"ms": 2.0}, "graph": {"ms": 9.0, "skipped": False}}},
+        {"stages": {"fusion": "not a stage", "texts": {"ms": 3.0}}},
+    ]
+    times = stage_times(traces)
+    assert list(times) == ["graph", "bm25", "texts"]  # 9, 6 and 4 ms in all
+    assert times["bm25"]["p50"] == 3.0 and times["bm25"]["n"] == 2
+    assert times["graph"]["n"] == 1
 
 
 @pytest.fixture(scope="module")
