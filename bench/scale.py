@@ -69,6 +69,7 @@ from router.ops.activation import activate  # noqa: E402
 from synthetic_corpus import QUERY_DAY  # noqa: E402
 from worker_pyodide import (  # noqa: E402
     ISOLATE_MEMORY_BYTES,
+    WorkerResponse,
     WorkerRun,
     percentile,
     router_ms,
@@ -493,6 +494,7 @@ def pyodide_figures(
         "first_request_ms": round(run.app_import.ms, 1),  # the app import
         "first_query_status": run.first.status,
         "first_query_ms": round(run.first.ms, 1),  # beyond the app import: the package load
+        "first_query_stage_ms": _first_stages(run.first),
         "e2e_ms": spread(e2e),
         "router_ms": spread(router),
         "statuses": statuses,
@@ -500,6 +502,16 @@ def pyodide_figures(
         "stage_ms": stage_times(traces),
         "startup_timings_ms": run.startup_timings_ms,
     }
+
+
+def _first_stages(response: WorkerResponse) -> dict[str, float]:
+    """The cold query's stage times, slowest first (what the first query spends besides the
+    package load: its first reads of each kind of chunk)."""
+    if response.status != 200:
+        return {}
+    stages = trace_stages(response)
+    timed = {n: float(d.get("ms") or 0.0) for n, d in stages.items() if isinstance(d, dict)}
+    return {n: round(ms, 1) for n, ms in sorted(timed.items(), key=lambda i: -i[1]) if ms >= 0.5}
 
 
 # -- one size --------------------------------------------------------------------------------
