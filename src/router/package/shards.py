@@ -12,10 +12,11 @@ impact per block, which bounds their scores.
 Why a head for long lists: at a million sections a common word is in half of them. A query of
 such words alone cannot stop MaxScore early (every list is essential), so it accumulated a
 score for each of hundreds of thousands of sections (26 MB at one query) until the postings
-budget cut it short. A list of at least ``HEAD_MIN_POSTINGS`` also stores its ``HEAD_POSTINGS``
-largest impacts in decreasing order: the threshold algorithm reads them and stops after a few
-hundred to a few thousand (BM25's length normalisation gives short sections the largest impacts
-of every term, so the best sections come first in all lists at once).
+budget cut it short. A list of at least ``HEAD_MIN_POSTINGS`` also stores its largest impacts in
+decreasing order (a quarter of the list, at most ``HEAD_POSTINGS``): the threshold algorithm
+reads them and usually stops after a few hundred to a few thousand (BM25's length normalisation
+gives short sections the largest impacts of every term, so the best sections come first in all
+lists at once).
 
     <key>.postings.bin  (the directory)
         magic    b"KRSHRD02"                  8 bytes
@@ -71,12 +72,15 @@ SHARD_POSTINGS = 8192
 """Postings per shard file (about 64 KiB): a cold query of ten terms fetches ~10 such files at
 once, and a long list is one shard of its own."""
 
-HEAD_POSTINGS = 8192
-"""Largest impacts stored in decreasing order per long list (48 KiB): measured at 1M sections,
-the threshold algorithm stopped after 407 (two common words), 680 and 3,692 (three) of them."""
+HEAD_POSTINGS = 32768
+"""Most impacts stored in decreasing order per long list (192 KiB, a list of 131,072 postings or
+more). Measured at 1M sections, the threshold algorithm stopped after 407 (two common words at
+k=10), 680 and 3,692 (three) of them; two of the flattest lists (the 1,024th impact 99 % of the
+first) needed 13,404 at k=10 and 17,608 at the cascade's k=50, where a head of 8,192 ran out."""
 
-HEAD_MIN_POSTINGS = 4 * HEAD_POSTINGS
-"""A list this long gets a head: below, MaxScore reads it whole in about a millisecond."""
+HEAD_MIN_POSTINGS = 32768
+"""A list this long gets a head (of a quarter of it): below, MaxScore reads it whole in about a
+millisecond."""
 
 _MAGIC = b"KRSHRD02"
 _SHARD_MAGIC = b"KRSHAR02"
@@ -120,8 +124,8 @@ def encode_shards(
 ) -> tuple[bytes, dict[str, bytes], list[int]]:
     """The directory, the shard files (named by content) of a partition's posting blocks, and
     each term's document frequency (its longest list over the blocks); lists of at least
-    ``head_min`` postings (``HEAD_MIN_POSTINGS``) carry their ``head`` (``HEAD_POSTINGS``)
-    largest impacts."""
+    ``head_min`` postings (``HEAD_MIN_POSTINGS``) carry their largest impacts: a quarter of the
+    list, at most ``head`` (``HEAD_POSTINGS``)."""
     head_min = HEAD_MIN_POSTINGS if head_min is None else head_min
     head = HEAD_POSTINGS if head is None else head
     names = list(blocks)
@@ -183,8 +187,9 @@ def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -
 def _heads(
     block: CscBlock, start: int, end: int, sections: int, scale: float, head_min: int, head: int
 ) -> bytes:
-    """The heads block of terms [start, end): each long list's ``head`` largest quantized
-    impacts, largest first and equal ones by section number; nothing for shorter lists."""
+    """The heads block of terms [start, end): each long list's largest quantized impacts (a
+    quarter of it, at most ``head``), largest first and equal ones by section number; nothing
+    for shorter lists."""
     indptr, ids, impacts = block
     local = [0]
     head_ids: list[int] = []
@@ -193,7 +198,8 @@ def _heads(
         low, high = indptr[term], indptr[term + 1]
         if high - low >= head_min:
             levels = quantize(impacts[low:high], scale)
-            order = heapq.nsmallest(head, range(high - low), key=lambda i: (-levels[i], i))
+            size = min(head, (high - low) // 4)
+            order = heapq.nsmallest(size, range(high - low), key=lambda i: (-levels[i], i))
             head_ids.extend(ids[low + i] for i in order)
             head_impacts.extend(levels[i] for i in order)
         local.append(len(head_ids))
