@@ -54,7 +54,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -378,9 +378,50 @@ async def _router_passes(state: Path, rows: list[dict[str, Any]], rounds: int) -
     }
 
 
+def bm25_top(trace: dict[str, Any]) -> list[str]:
+    """The BM25 stage's top sections as the trace names them (its first ``TRACE_TOP_N``)."""
+    stage = trace.get("stages", {}).get("bm25", {})
+    return [str(ref) for ref, _ in stage.get("candidates", [])] if isinstance(stage, dict) else []
+
+
+async def budget_loss(
+    state: Path, requests: list[QueryRequest], max_postings: int | None = None
+) -> dict[str, Any]:
+    """What the postings budget (the default, or ``max_postings``) cost: the queries it cut
+    short, and for them the overlap of the BM25 top 10 with the same query scored without a
+    budget (exact), and how often the first section is the same."""
+    budgeted = local_service(state, cache=False)
+    if max_postings is not None:
+        cut_budget = replace(budgeted.config.budget, max_postings=max_postings)
+        budgeted.config = replace(budgeted.config, budget=cut_budget)
+    exact = local_service(state, cache=False)
+    limits = replace(exact.config.budget, max_postings=10**12, max_latency_ms=10**9)
+    exact.config = replace(exact.config, budget=limits)
+    overlaps, same_first, cut = [], 0, 0
+    for request in requests:
+        response = await budgeted.query(request)
+        stage = response.trace.get("stages", {}).get("bm25", {})
+        if not (isinstance(stage, dict) and stage.get("truncated")):
+            continue
+        cut += 1
+        ours, reference = bm25_top(response.trace), bm25_top((await exact.query(request)).trace)
+        overlaps.append(len(set(ours) & set(reference)) / max(1, len(reference)))
+        same_first += bool(ours and reference and ours[0] == reference[0])
+    return {
+        "queries": len(requests),
+        "truncated": cut,
+        "top10_overlap_mean": round(sum(overlaps) / len(overlaps), 4) if overlaps else None,
+        "top10_overlap_min": round(min(overlaps), 4) if overlaps else None,
+        "same_first": same_first,
+    }
+
+
 def cpython_router(state: Path, rows: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
-    """Our router in this process (``kr query``'s service, no query cache), ``rounds`` passes."""
-    return asyncio.run(_router_passes(state, rows, rounds))
+    """Our router in this process (``kr query``'s service, no query cache), ``rounds`` passes,
+    and what its postings budget cost (``budget_loss``)."""
+    figures = asyncio.run(_router_passes(state, rows, rounds))
+    figures["budget_loss"] = asyncio.run(budget_loss(state, [_request(row) for row in rows]))
+    return figures
 
 
 def section_texts(corpus: Path) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from bench.scale import (
     REQUEST_FIELDS,
+    budget_loss,
     fetch_cost,
     fetch_summary,
     load_queries,
@@ -16,6 +17,10 @@ from bench.scale import (
     stage_times,
 )
 from bench.synthetic_corpus import CorpusSpec, generate
+
+from router.adapters.local.state import LocalState
+from router.contract import QueryRequest
+from router.sync import run_sync
 
 
 def test_fetches_are_summed_over_every_stage_that_reports_them() -> None:
@@ -68,3 +73,14 @@ def test_the_query_set_is_deterministic_unique_and_topped_up(corpus: Path) -> No
     assert all(r["query"] and "[[" not in r["query"] and "{#" not in r["query"] for r in topical)
     body = request_body({**rows[0], "tenant": None, "page": None})
     assert set(body) <= {"query", *REQUEST_FIELDS} and "tenant" not in body
+
+
+def test_the_budget_loss_compares_cut_queries_with_their_exact_ranking(state: LocalState) -> None:
+    """On the sample knowledge nothing is cut by the default budget; a budget of 20 postings
+    cuts the long queries, and their top 10 is compared with the exact one."""
+    requests = [QueryRequest(query=q) for q in ("permissão de trabalho em altura", "APR", "EPI")]
+    assert run_sync(budget_loss(state.root, requests))["truncated"] == 0
+    cut = run_sync(budget_loss(state.root, requests, max_postings=20))
+    assert cut["truncated"] >= 1 and cut["queries"] == 3
+    assert 0 <= cut["top10_overlap_min"] <= cut["top10_overlap_mean"] <= 1
+    assert cut["top10_overlap_min"] < 1  # 20 postings cannot rank the long query exactly

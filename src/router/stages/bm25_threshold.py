@@ -16,8 +16,14 @@ ties included. BM25's length normalisation gives short sections the largest impa
 term, so the best sections lead all lists at once: measured at 1M sections it stopped after
 407 (two common words), 680 and 3,692 (three) postings a head.
 
+A section met first in a head is in none of the lists read whole, and in every other head's
+list its impact is at most that head's current one: when its own impact plus those stays below
+the k-th best score, it is skipped without a search (most of them, once the k-th best rises).
+
 When the heads run out first, the caller falls back to MaxScore; when the postings budget runs
-out, the ranking so far is returned as truncated (every score in it is complete).
+out, the ranking so far is returned as truncated (every score in it is complete). Queries of
+five common words at k=50 can still exhaust the budget: their top 50 is a near-tie among tens
+of thousands of sections; ``bench/scale.py`` reports how often and what it costs (``budget_loss``).
 """
 
 from __future__ import annotations
@@ -90,6 +96,7 @@ class _Threshold:
         self, spans: list[_Span], k: int, allowed: Collection[int] | None, budget: int
     ) -> None:
         self.spans = spans  # query order: scores are summed, and ties broken, in it
+        self.ranked = list(enumerate(spans))
         self.k = k
         self.allowed = allowed
         self.budget = max(0, budget)
@@ -100,31 +107,36 @@ class _Threshold:
 
     def run(self, headed: list[int], plain: list[_Span]) -> ThresholdRanking | None:
         for postings, _, _, start, end in plain:
-            if not self.meet(postings.section_ids, start, end):
+            if not self.meet_plain(postings.section_ids, start, end):
                 return self.ranking(truncated=True)
-        heads = [self.spans[i] for i in headed]
+        heads = [self.spans[i] for i in headed]  # query order
+        ranked_heads = [(i, self.spans[i]) for i in headed]
         lengths = [_head_length(span) for span in heads]
         bound = sum(_frontier(span, 0, n) for span, n in zip(heads, lengths, strict=True))
         slack = _SLACK * max(bound, 1.0)
         depth = 0
         while True:
-            frontier = sum(_frontier(s, depth, n) for s, n in zip(heads, lengths, strict=True))
+            frontiers = [_frontier(s, depth, n) for s, n in zip(heads, lengths, strict=True)]
+            frontier = sum(frontiers)
             if len(self.best) == self.k and self.best[0] > frontier + slack:
                 return self.ranking(truncated=False)
             if depth >= max(lengths):
                 break
-            for (postings, term, *_), n in zip(heads, lengths, strict=True):
+            for index, ((postings, term, weight, *_), n) in enumerate(
+                zip(heads, lengths, strict=True)
+            ):
                 head = postings.head
                 assert head is not None
                 low = head.indptr[term] + depth
                 high = head.indptr[term] + min(n, depth + _STEP)
-                if low < high and not self.meet(head.section_ids, low, high):
+                others = frontier - frontiers[index] + slack
+                if low < high and not self.meet_head(head, low, high, weight, others, ranked_heads):
                     return self.ranking(truncated=True)
             depth += _STEP
         return None  # the heads ran out: MaxScore takes over
 
-    def meet(self, sections: Sequence[int], start: int, end: int) -> bool:
-        """Complete the sections ``sections[start:end]`` not met before; False when the budget
+    def meet_plain(self, sections: Sequence[int], start: int, end: int) -> bool:
+        """Complete the sections of a list without a head, read whole; False when the budget
         ran out."""
         cost = len(self.spans)
         for section in sections[start:end]:
@@ -135,29 +147,56 @@ class _Threshold:
             self.budget -= cost
             self.read += cost
             self.met.add(section)
-            if self.allowed is not None and section not in self.allowed:
-                continue
-            score, first = self.complete(section)
-            self.scores[section] = (score, first)
-            if len(self.best) < self.k:
-                heapq.heappush(self.best, score)
-            elif score > self.best[0]:
-                heapq.heapreplace(self.best, score)
+            if self.allowed is None or section in self.allowed:
+                self.keep(section, self.ranked)
         return True
 
-    def complete(self, section: int) -> tuple[float, int]:
-        """The section's score, summed in query order as ``weighted_scores`` does, and the first
-        list holding it."""
-        score = 0.0
-        first = -1
-        for rank, (postings, _, weight, start, end) in enumerate(self.spans):
-            ids = postings.section_ids
-            pos = bisect_left(ids, section, start, end)
-            if pos < end and ids[pos] == section:
-                score += postings.scores[pos] * weight
-                if first < 0:
-                    first = rank
-        return score, first
+    def meet_head(
+        self,
+        head: Postings,
+        start: int,
+        end: int,
+        weight: float,
+        others: float,
+        heads: list[tuple[int, _Span]],
+    ) -> bool:
+        """Complete the sections of ``head[start:end]`` not met before that can still reach the
+        top k; False when the budget ran out.
+
+        A section met here first is in no list without a head (those were read whole), and in
+        each other head's list its impact is at most that head's current one (``others`` sums
+        them): when its own impact plus ``others`` stays below the k-th best score, it cannot
+        enter the top k and costs no search."""
+        sections = head.section_ids[start:end]
+        impacts = head.scores[start:end]
+        for section, impact in zip(sections, impacts, strict=True):
+            if section in self.met:
+                continue
+            if self.budget < 1:
+                return False
+            self.budget -= 1
+            self.read += 1
+            self.met.add(section)
+            if self.allowed is not None and section not in self.allowed:
+                continue
+            if len(self.best) == self.k and impact * weight + others < self.best[0]:
+                continue
+            if self.budget < len(heads):
+                return False
+            self.budget -= len(heads)
+            self.read += len(heads)
+            self.keep(section, heads)
+        return True
+
+    def keep(self, section: int, spans: list[tuple[int, _Span]]) -> None:
+        """Score ``section`` over ``spans`` (the lists that may hold it) and keep it if among the
+        k best so far."""
+        score, first = _complete(section, spans)
+        self.scores[section] = (score, first)
+        if len(self.best) < self.k:
+            heapq.heappush(self.best, score)
+        elif score > self.best[0]:
+            heapq.heapreplace(self.best, score)
 
     def ranking(self, truncated: bool) -> ThresholdRanking:
         """The k best met sections: equal scores in ``top_k(weighted_scores(...))``'s order (the
@@ -166,6 +205,22 @@ class _Threshold:
             self.k, self.scores.items(), key=lambda item: (-item[1][0], item[1][1], item[0])
         )
         return ThresholdRanking([(s, v) for s, (v, _) in best], truncated, self.read)
+
+
+def _complete(section: int, spans: list[tuple[int, _Span]]) -> tuple[float, int]:
+    """The section's score over ``spans`` (each with its rank in the query), summed in query
+    order as ``weighted_scores`` does, and the rank of the first list holding it (ties are
+    broken by it)."""
+    score = 0.0
+    first = -1
+    for rank, (postings, _, weight, start, end) in spans:
+        ids = postings.section_ids
+        pos = bisect_left(ids, section, start, end)
+        if pos < end and ids[pos] == section:
+            score += postings.scores[pos] * weight
+            if first < 0:
+                first = rank
+    return score, first
 
 
 def _frontier(span: _Span, depth: int, length: int) -> float:
