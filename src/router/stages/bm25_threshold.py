@@ -189,14 +189,18 @@ class _Threshold:
         return True
 
     def keep(self, section: int, spans: list[tuple[int, _Span]]) -> None:
-        """Score ``section`` over ``spans`` (the lists that may hold it) and keep it if among the
-        k best so far."""
+        """Score ``section`` over ``spans`` (the lists that may hold it) and keep it if it is
+        among the k best so far. One below the k-th best never enters the top k (that score only
+        rises), so it is not kept: memory stays about k entries, not one per section met."""
         score, first = _complete(section, spans)
-        self.scores[section] = (score, first)
         if len(self.best) < self.k:
             heapq.heappush(self.best, score)
-        elif score > self.best[0]:
-            heapq.heapreplace(self.best, score)
+        elif score >= self.best[0]:
+            if score > self.best[0]:
+                heapq.heapreplace(self.best, score)
+        else:
+            return
+        self.scores[section] = (score, first)
 
     def ranking(self, truncated: bool) -> ThresholdRanking:
         """The k best met sections: equal scores in ``top_k(weighted_scores(...))``'s order (the
