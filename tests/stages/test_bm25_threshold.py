@@ -190,3 +190,32 @@ def test_scifact_common_words_together_equal_exhaustive_scoring(
                 for (_, ours), (_, theirs) in zip(ranking.ranked, expected, strict=True):
                     assert ours == pytest.approx(theirs, rel=1e-9)  # MaxScore: reading order
     assert ran > len(queries) // 2  # the heads decided many (k=50 of a filter needs more)
+
+
+def test_a_common_word_alone_is_ranked_from_its_head_ties_included() -> None:
+    lists = _lists_of(8)
+    long = [(p, t, w) for p, t in lists if _length(p, t) >= HEAD_MIN for w in (1.0, 0.75)]
+    subset = frozenset(range(0, SECTIONS, 3))
+    for query in long:
+        for k, allowed in ((10, None), (10, subset), (5, subset)):
+            headed = threshold_top_k([query], k, allowed, 10**9)
+            assert headed is not None and headed.postings <= HEAD
+            assert headed.ranked == _exhaustive([query], k, allowed)
+
+
+def test_a_budget_that_cannot_read_a_list_still_completes_the_best_candidates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MaxScore (the heads left out) with a budget below every list's length: it neither reads
+    a prefix of a list by section number nor ends empty; it completes the head's sections."""
+    monkeypatch.setattr(bm25_pruning, "SMALL_QUERY_POSTINGS", 0)
+    monkeypatch.setattr(bm25_pruning, "threshold_top_k", lambda *args: None)
+    lists = _lists_of(5)
+    long = [(p, t, 1.0) for p, t in lists if _length(p, t) >= 250][:3]
+    assert len(long) == 3
+    complete = weighted_scores(long)
+    ranking = weighted_top_k(long, 10, None, max_postings=200, bounds=ScoreBounds())
+    assert ranking.truncated and len(ranking.ranked) == 10
+    assert all(complete[s] == pytest.approx(v, rel=1e-12) for s, v in ranking.ranked)
+    exact = {s for s, _ in _exhaustive(long, 10, None)}
+    assert exact & {s for s, _ in ranking.ranked}  # the heads' sections are the right ones

@@ -77,10 +77,30 @@ def threshold_top_k(
     headed = [i for i, span in enumerate(spans) if _head_length(span)]
     if not headed or k <= 0:
         return None
+    if len(spans) == 1:
+        return _one_head(spans[0], k, allowed)
     plain = [span for i, span in enumerate(spans) if i not in headed]
     if sum(end - start for *_, start, end in plain) > THRESHOLD_PLAIN_POSTINGS:
         return None
     return _Threshold(spans, k, allowed, budget).run(headed, plain)
+
+
+def _one_head(span: _Span, k: int, allowed: Collection[int] | None) -> ThresholdRanking | None:
+    """A query of one long list (a common word asked alone): its head is already in the
+    ranking's order — impact, then section number, as exhaustive scoring breaks ties — so its
+    first k allowed sections are the answer; None when the head holds fewer."""
+    postings, term, weight, *_ = span
+    head = postings.head
+    assert head is not None
+    start, end = head.indptr[term], head.indptr[term + 1]
+    ranked: list[tuple[int, float]] = []
+    pairs = zip(head.section_ids[start:end], head.scores[start:end], strict=True)
+    for read, (section, impact) in enumerate(pairs, start=1):
+        if allowed is None or section in allowed:
+            ranked.append((section, 0.0 + impact * weight))
+            if len(ranked) == k:
+                return ThresholdRanking(ranked, False, read)
+    return None
 
 
 def _head_length(span: _Span) -> int:
