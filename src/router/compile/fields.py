@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 
-
 def section_fields(doc: Document, section: Section, first: bool) -> dict[str, str]:
     """The text of each field of a section; document-level fields go to its first section only.
 
