@@ -61,6 +61,12 @@ class ShardCache:
         current query is about to read)."""
         self._held[name] = (shard, size)
         self._bytes += size
+        self.trim(keep)
+
+    def trim(self, keep: Collection[str]) -> None:
+        """Drop the oldest shards not in ``keep`` until the budget holds. Called before a
+        query's fetch too: the last query's shards may exceed the budget (they were all in its
+        ``keep``), and a wasm heap keeps the peak of them plus the new ones."""
         for old in list(self._held):
             if self._bytes <= self._budget:
                 break
@@ -77,7 +83,7 @@ class PartitionShards:
         self.key = key
         self.directory = directory
         self._fetch = fetch
-        self._cache = cache
+        self.cache = cache
 
     def file(self, shard: int) -> str:
         return partition_file(self.key, self.directory.file_name(shard))
@@ -86,7 +92,7 @@ class PartitionShards:
         """(block of the shard holding ``term``, the term's id in it); the shard must have been
         loaded for this query (``load``)."""
         shard = self.directory.shard_of(term)
-        held = self._cache.get(self.file(shard))
+        held = self.cache.get(self.file(shard))
         if held is None:
             raise RuntimeError(f"shard {shard} of partition {self.key} was not loaded")
         return held[block], term - self.directory.first[shard]
@@ -94,14 +100,14 @@ class PartitionShards:
     def missing(self, terms: Iterable[int]) -> list[int]:
         """Shards holding ``terms`` that the cache does not hold (refreshed when it does)."""
         shards = sorted({self.directory.shard_of(t) for t in terms})
-        return [s for s in shards if self._cache.get(self.file(s)) is None]
+        return [s for s in shards if self.cache.get(self.file(s)) is None]
 
     async def fetch_shard(self, shard: int) -> tuple[int, bytes]:
         return shard, await self._fetch(self.file(shard))
 
     def remember(self, shard: int, blob: bytes, keep: Collection[str]) -> None:
         decoded = decode_shard(blob, self.directory, shard, self.key)
-        self._cache.put(self.file(shard), decoded, len(blob), keep)
+        self.cache.put(self.file(shard), decoded, len(blob), keep)
 
 
 async def load_shards(wanted: list[tuple[PartitionShards, list[int]]]) -> ShardReads:
@@ -110,6 +116,7 @@ async def load_shards(wanted: list[tuple[PartitionShards, list[int]]]) -> ShardR
     if not jobs:
         return ShardReads()
     keep = {store.file(store.directory.shard_of(t)) for store, terms in wanted for t in terms}
+    jobs[0][0].cache.trim(keep)  # one cache per package: every partition's store shares it
     blobs = await concurrently([store.fetch_shard(shard) for store, shard in jobs])
     for (store, _), (shard, blob) in zip(jobs, blobs, strict=True):
         store.remember(shard, blob, keep)
