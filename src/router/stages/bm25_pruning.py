@@ -324,16 +324,14 @@ class _Search:
         # bytes of a shorter list are padded with "absent" for the sections it cannot hold.
         space = max(entry[2].num_sections for entry in self.lists)
         for ub, _, postings, term, start, end, weight in tail:
-            levels = None
-            if start == postings.indptr[term]:  # a whole list, not the unread end of one
-                levels = bounds.cached_sections(postings, term)
-                if levels is None and end - start <= self.budget - self.reserve:
-                    levels = bounds.build_sections(postings, term, start, end)
-                    if levels is not None:
-                        self.read += end - start
-                        self.budget -= end - start
-                if levels is not None and len(levels) < space:
-                    levels += bytes(space - len(levels))
+            levels = bounds.cached_sections(postings, term)  # every list left is whole
+            if levels is None and end - start <= self.budget - self.reserve:
+                levels = bounds.build_sections(postings, term, start, end)
+                if levels is not None:
+                    self.read += end - start
+                    self.budget -= end - start
+            if levels is not None and len(levels) < space:
+                levels += bytes(space - len(levels))
             step = ub / _LEVELS * _STEP_MARGIN
             prepared.append(
                 (levels, step, postings.section_ids, postings.scores, start, end, weight)
