@@ -172,6 +172,49 @@ def test_synthetic_ties_equal_exhaustive_scoring_in_the_same_order() -> None:
                     assert weighted_top_k(blocks, ids, weights, k, allowed).ranked == expected
 
 
+@pytest.mark.parametrize("window", [1, 64, 500])
+def test_windows_of_section_numbers_rank_as_one_search(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Scored window by window (a query of common words at a million sections), the ranking is
+    exhaustive scoring's, ties, filters and repeated terms included, and each window's search
+    starts from the k-th score of the windows before it."""
+    monkeypatch.setattr(bm25_pruning, "WINDOW_POSTINGS", window)
+    monkeypatch.setattr(bm25_pruning, "SMALL_QUERY_POSTINGS", 0)
+    blocks = synthetic_blocks()
+    rng = random.Random(5)
+    queries = [[rng.randrange(60) for _ in range(rng.randint(2, 12))] for _ in range(60)]
+    subset = frozenset(range(0, 400, 7))
+    for weights in ({"a": 1.0}, {"a": 1.0, "b": 2.5}):
+        bounds = ScoreBounds()
+        for k in (1, 3, *KS):
+            for allowed in (None, subset):
+                for ids in queries + [[3, 3, 3, 9]]:
+                    expected = exhaustive(blocks, ids, weights, k, allowed)
+                    ranking = weighted_top_k(blocks, ids, weights, k, allowed, bounds=bounds)
+                    assert ranking.ranked == expected, (weights, k, ids)
+                    assert not ranking.truncated
+
+
+def test_later_windows_are_pruned_by_the_earlier_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rare term's few high impacts are all in the first window; once they are the top k,
+    the later windows, where only low impacts are left, read nothing: the windows cost no more
+    postings than one search over all the lists."""
+    indptr, ids, scores = [0], [], []
+    for members, impact in (([1, 2, 3, 4, 5], 10.0), (range(0, 4000, 2), 0.5), (range(4000), 0.25)):
+        ids += list(members)
+        scores += [impact] * len(members)
+        indptr.append(len(ids))
+    blocks = {"a": decode_postings(encode_postings(indptr, ids, scores, 4000))}
+    query, weights = [0, 1, 2], {"a": 1.0}
+    expected = exhaustive(blocks, query, weights, 3, None)
+    whole = weighted_top_k(blocks, query, weights, 3, bounds=ScoreBounds(max_bytes=0))
+    monkeypatch.setattr(bm25_pruning, "WINDOW_POSTINGS", 600)
+    windows = weighted_top_k(blocks, query, weights, 3, bounds=ScoreBounds(max_bytes=0))
+    assert whole.ranked == windows.ranked == expected
+    assert windows.postings <= whole.postings < len(ids) // 100
+
+
 def test_pruning_reads_fewer_postings_than_exhaustive_scoring() -> None:
     # term 0: five sections with a high impact; terms 1-3: long lists of low impacts
     indptr, ids, scores = [0], [], []
@@ -286,6 +329,16 @@ def test_scifact_top10_and_top50_equal_exhaustive_scoring(
     # sections visible leaves little to prune: those few are scored nearly exhaustively)
     ceilings = {10: 0.45, DEFAULT_BM25_CANDIDATES: 0.65}
     assert all(read[k, f] < ceilings[k] for k in KS for f in (0, 1)), sorted(read.items())
+
+
+def test_scifact_in_windows_equals_exhaustive_scoring(
+    scifact: tuple[PackageView, list[list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package, queries = scifact
+    monkeypatch.setattr(bm25_pruning, "WINDOW_POSTINGS", 512)
+    weights = block_weights(package.block_names, DEFAULT_FIELD_WEIGHTS)
+    sections = package.num_sections
+    compare_all(package, queries, weights, [None, frozenset(range(0, sections, 3))], ScoreBounds())
 
 
 def test_scifact_queries_with_repeated_terms_equal_exhaustive_scoring(

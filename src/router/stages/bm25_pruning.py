@@ -66,6 +66,7 @@ from router.stages.bm25_threshold import threshold_top_k
 
 __all__ = [
     "COMPLETION_RESERVE",
+    "WINDOW_POSTINGS",
     "Ranking",
     "ScoreBounds",
     "bm25_top_k",
@@ -89,6 +90,12 @@ LOOKUP_COST = 4
 COMPLETION_RESERVE = 8
 """Lookups per result and list kept back from the reading (at most a quarter of the budget),
 so that a query the budget cuts short still completes its best candidates."""
+
+WINDOW_POSTINGS = 65_536
+"""A query of more postings (all within its budget) is scored window by window over its
+section numbers, about this many postings a window: the partial scores of one window at a
+time, not one per section its lists hold (26 MB for three common words at 1M sections), and
+the k-th best score of the windows done prunes the next ones from their start."""
 
 _SLACK = 1e-9
 """Relative margin for float rounding: only what is below a threshold by more is pruned."""
@@ -204,7 +211,64 @@ def weighted_top_k(
         return Ranking(headed.ranked, headed.truncated, headed.postings)
     if len(lists) == 1:
         return _one_list_top_k(lists[0], k, allowed, budget)
+    if WINDOW_POSTINGS < total <= budget - _reserve(budget, k, len(lists)):
+        return _windowed_top_k(lists, k, allowed, budget, bounds)
     return _Search(lists, k, allowed, budget).run(bounds)
+
+
+def _reserve(budget: int, k: int, lists: int) -> int:
+    """Postings kept back from the reading to complete the best candidates."""
+    return min(max(0, budget) // 4, COMPLETION_RESERVE * k * lists)
+
+
+def _windowed_top_k(
+    lists: list[_List], k: int, allowed: Collection[int] | None, budget: int, bounds: ScoreBounds
+) -> Ranking:
+    """MaxScore over consecutive ranges of section numbers, each with ~``WINDOW_POSTINGS``
+    postings: a window's search starts from the k-th best complete score found so far (a lower
+    bound of the final one), and only the complete scores that still reach it are kept. Every
+    section's score is the same sum in the same order as in one search over all the lists, so
+    the ranking is too; the per-section bounds of long lists are built once for all windows."""
+    space = max(entry[2].num_sections for entry in lists)
+    total = sum(entry[5] - entry[4] for entry in lists)
+    width = -(-space // -(-total // WINDOW_POSTINGS))
+    whole = {entry[1]: entry for entry in lists}
+    prepared: dict[int, _Tail] = {}
+    best: list[float] = []  # the k best complete scores so far, a heap
+    kept: dict[int, float] = {}
+    read, truncated = 0, False
+    for low in range(0, space, width):
+        window = _window(lists, low, low + width)
+        if not window:
+            continue
+        floor = best[0] if len(best) == k else 0.0
+        search = _Search(window, k, allowed, budget - read, floor, whole, prepared)
+        scores = search.scores(bounds)
+        read += search.read
+        truncated = truncated or search.truncated
+        for section, score in scores.items():
+            if len(best) < k:
+                heapq.heappush(best, score)
+            elif score >= best[0]:
+                heapq.heappushpop(best, score)
+            else:
+                continue
+            kept[section] = score
+        if len(best) == k and len(kept) > 4 * k:
+            kept = {s: v for s, v in kept.items() if v >= best[0]}
+    return Ranking(_select(kept, k, lists), truncated, read)
+
+
+def _window(lists: list[_List], low: int, high: int) -> list[_List]:
+    """The parts of the lists whose section numbers are in [low, high), empty ones left out."""
+    window: list[_List] = []
+    for ub, rank, postings, term, start, end, weight in lists:
+        ids = postings.section_ids
+        first = bisect_left(ids, low, start, end)
+        last = bisect_left(ids, high, first, end)
+        if first < last:
+            window.append((ub, rank, postings, term, first, last, weight))
+    return window
 
 
 def _one_list_top_k(entry: _List, k: int, allowed: Collection[int] | None, budget: int) -> Ranking:
@@ -230,7 +294,14 @@ class _Search:
     """One query's pruned scoring: the lists, the budget left, and what was read."""
 
     def __init__(
-        self, lists: list[_List], k: int, allowed: Collection[int] | None, budget: int
+        self,
+        lists: list[_List],
+        k: int,
+        allowed: Collection[int] | None,
+        budget: int,
+        floor: float = 0.0,
+        whole: dict[int, _List] | None = None,
+        prepared: dict[int, _Tail] | None = None,
     ) -> None:
         self.lists = lists  # query order: ties are broken by it
         self.order = sorted(lists, key=_UB, reverse=True)  # reading order (stable)
@@ -238,7 +309,12 @@ class _Search:
         self.allowed = allowed
         self.budget = max(0, budget)
         # kept for completing the candidates when the budget cannot read every list
-        self.reserve = min(self.budget // 4, COMPLETION_RESERVE * k * len(lists))
+        self.reserve = _reserve(self.budget, k, len(lists))
+        # a lower bound of the final k-th score (from the windows before this one), and, in a
+        # window, each list whole by its rank and the tails prepared for earlier windows
+        self.floor = floor
+        self.whole = whole
+        self.prepared = prepared if prepared is not None else {}
         self.read = 0
         self.truncated = False
         self.rest = [0.0] * len(lists)  # rest[i]: sum of the bounds of the lists after order[i]
@@ -249,24 +325,29 @@ class _Search:
         self.slack = _SLACK * total
 
     def run(self, bounds: ScoreBounds) -> Ranking:
+        return Ranking(_select(self.scores(bounds), self.k, self.lists), self.truncated, self.read)
+
+    def scores(self, bounds: ScoreBounds) -> dict[int, float]:
+        """Complete scores of the allowed sections, among them every one of the top k."""
         acc, theta, tail = self.essential()
         if tail:
-            scores = self.complete(acc, theta, self.prepare(tail, bounds))
-        elif self.allowed is None:
-            scores = acc
-        else:
-            allowed = self.allowed
-            scores = {s: v for s, v in acc.items() if s in allowed}
-        return Ranking(_select(scores, self.k, self.lists), self.truncated, self.read)
+            return self.complete(acc, theta, self.prepare(tail, bounds))
+        if self.allowed is None:
+            return acc
+        allowed = self.allowed
+        return {s: v for s, v in acc.items() if s in allowed}
 
     def essential(self) -> tuple[dict[int, float], float, list[_List]]:
         """Read lists by decreasing bound until the bounds left sum below θ, the k-th best partial
         score among allowed sections (or the budget runs out); returns the partial scores, θ and
         the lists (or the unread part of a list) left."""
         acc: dict[int, float] = {}
-        theta = 0.0  # k-th best allowed partial score when last computed (0: not yet)
+        # k-th best allowed partial score when last computed (the floor: not yet)
+        theta = self.floor
         ceiling = 0.0  # upper bound of the current θ: the last one plus the bounds read since
         order, rest, slack, k = self.order, self.rest, self.slack, self.k
+        if order[0][0] + rest[0] + slack < theta:  # a window the earlier ones have outscored
+            return acc, theta, []
         last = len(order) - 1
         for i, entry in enumerate(order):
             ub, _, postings, _, start, end, weight = entry
@@ -278,7 +359,8 @@ class _Search:
             ceiling += ub
             left = rest[i] + slack
             if i < last and theta <= left < ceiling and len(acc) >= k:
-                theta = ceiling = _kth(acc, k, self.allowed)
+                ceiling = _kth(acc, k, self.allowed)
+                theta = max(ceiling, self.floor)
             if left < theta and self.worth_completing(acc, theta, left, order[i + 1 :]):
                 return acc, theta, order[i + 1 :]
         return acc, theta, []
@@ -300,7 +382,7 @@ class _Search:
             acc = dict.fromkeys(head.section_ids[start:end], 0.0)  # in decreasing impact
             self.read += end - start
             self.budget -= end - start
-        return acc, _kth(acc, self.k, self.allowed), unread
+        return acc, max(_kth(acc, self.k, self.allowed), self.floor), unread
 
     def worth_completing(
         self, acc: dict[int, float], theta: float, left: float, tail: list[_List]
@@ -322,21 +404,31 @@ class _Search:
         prepared: list[_Tail] = []
         # A view's section numbers run past a shared partition's (a tenant's follow them): the
         # bytes of a shorter list are padded with "absent" for the sections it cannot hold.
-        space = max(entry[2].num_sections for entry in self.lists)
-        for ub, _, postings, term, start, end, weight in tail:
-            levels = bounds.cached_sections(postings, term)  # every list left is whole
-            if levels is None and end - start <= self.budget - self.reserve:
-                levels = bounds.build_sections(postings, term, start, end)
-                if levels is not None:
-                    self.read += end - start
-                    self.budget -= end - start
-            if levels is not None and len(levels) < space:
-                levels += bytes(space - len(levels))
-            step = ub / _LEVELS * _STEP_MARGIN
-            prepared.append(
-                (levels, step, postings.section_ids, postings.scores, start, end, weight)
-            )
+        lists = self.lists if self.whole is None else self.whole.values()
+        space = max(entry[2].num_sections for entry in lists)
+        for entry in tail:
+            _, rank, _, _, start, end, weight = entry
+            known = self.prepared.get(rank)
+            if known is None:
+                known = self.prepared[rank] = self.prepare_list(entry, bounds, space)
+            prepared.append((known[0], known[1], known[2], known[3], start, end, weight))
         return prepared
+
+    def prepare_list(self, entry: _List, bounds: ScoreBounds, space: int) -> _Tail:
+        """One list left: its per-section bytes (built from the whole list, even in a window)."""
+        ub, rank, postings, term, start, end, weight = entry
+        if self.whole is not None:
+            start, end = self.whole[rank][4], self.whole[rank][5]
+        levels = bounds.cached_sections(postings, term)
+        if levels is None and end - start <= self.budget - self.reserve:
+            levels = bounds.build_sections(postings, term, start, end)
+            if levels is not None:
+                self.read += end - start
+                self.budget -= end - start
+        if levels is not None and len(levels) < space:
+            levels += bytes(space - len(levels))
+        step = ub / _LEVELS * _STEP_MARGIN
+        return (levels, step, postings.section_ids, postings.scores, start, end, weight)
 
     def complete(self, acc: dict[int, float], theta: float, tail: list[_Tail]) -> dict[int, float]:
         """Complete scores of the allowed sections that can still reach the top k."""
@@ -357,7 +449,7 @@ class _Search:
             self.read += cost
             complete[section] = _completed(section, acc[section], tail)
         best = heapq.nlargest(k, complete.values())
-        threshold = (best[-1] if len(best) == k else theta) - 2 * slack
+        threshold = max(best[-1] if len(best) == k else theta, self.floor) - 2 * slack
         heapq.heapify(best)
         for section in compress(acc, map(le, repeat(threshold - remaining), values)):
             if section in complete or (allowed is not None and section not in allowed):
