@@ -196,6 +196,23 @@ def test_windows_of_section_numbers_rank_as_one_search(
                     assert not ranking.truncated
 
 
+def test_a_budget_cut_in_windows_favours_no_range_of_sections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two lists over every section whose best impacts are at the highest section numbers,
+    with a budget of half their postings: each window is cut alike, so the best sections are
+    still found and complete, not the lowest numbers a prefix read would favour."""
+    monkeypatch.setattr(bm25_pruning, "WINDOW_POSTINGS", 500)
+    size = 4000
+    impacts = [0.25 + s / size for s in range(size)]
+    indptr = [0, size, 2 * size]
+    encoded = encode_postings(indptr, [*range(size), *range(size)], impacts + impacts, size)
+    blocks = {"a": decode_postings(encoded)}
+    ranking = weighted_top_k(blocks, [0, 1], {"a": 1.0}, 3, max_postings=size)
+    assert ranking.truncated and ranking.postings <= size
+    assert ranking.ranked == exhaustive(blocks, [0, 1], {"a": 1.0}, 3, None)
+
+
 def test_later_windows_are_pruned_by_the_earlier_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rare term's few high impacts are all in the first window; once they are the top k,
     the later windows, where only low impacts are left, read nothing: the windows cost no more

@@ -47,7 +47,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 from operator import countOf, itemgetter, le, neg
 
 from router.config import DEFAULT_MAX_POSTINGS
@@ -211,7 +211,7 @@ def weighted_top_k(
         return Ranking(headed.ranked, headed.truncated, headed.postings)
     if len(lists) == 1:
         return _one_list_top_k(lists[0], k, allowed, budget)
-    if WINDOW_POSTINGS < total <= budget - _reserve(budget, k, len(lists)):
+    if total > WINDOW_POSTINGS:
         return _windowed_top_k(lists, k, allowed, budget, bounds)
     return _Search(lists, k, allowed, budget).run(bounds)
 
@@ -228,21 +228,28 @@ def _windowed_top_k(
     postings: a window's search starts from the k-th best complete score found so far (a lower
     bound of the final one), and only the complete scores that still reach it are kept. Every
     section's score is the same sum in the same order as in one search over all the lists, so
-    the ranking is too; the per-section bounds of long lists are built once for all windows."""
+    the ranking is too; the per-section bounds of long lists are built once for all windows.
+
+    A query the budget cannot read whole gives each window the budget's share of its postings
+    (what a window leaves unused passes on): every window is cut alike, so no range of section
+    numbers is favoured."""
     space = max(entry[2].num_sections for entry in lists)
     total = sum(entry[5] - entry[4] for entry in lists)
     width = -(-space // -(-total // WINDOW_POSTINGS))
+    fits = total <= budget - _reserve(budget, k, len(lists))
     whole = {entry[1]: entry for entry in lists}
     prepared: dict[int, _Tail] = {}
     best: list[float] = []  # the k best complete scores so far, a heap
     kept: dict[int, float] = {}
-    read, truncated = 0, False
+    read, passed, truncated = 0, 0, False
     for low in range(0, space, width):
         window = _window(lists, low, low + width)
         if not window:
             continue
+        passed += sum(entry[5] - entry[4] for entry in window)
+        allowance = budget - read if fits else budget * passed // total - read
         floor = best[0] if len(best) == k else 0.0
-        search = _Search(window, k, allowed, budget - read, floor, whole, prepared)
+        search = _Search(window, k, allowed, allowance, floor, whole, prepared)
         scores = search.scores(bounds)
         read += search.read
         truncated = truncated or search.truncated
@@ -332,10 +339,10 @@ class _Search:
         acc, theta, tail = self.essential()
         if tail:
             return self.complete(acc, theta, self.prepare(tail, bounds))
-        if self.allowed is None:
-            return acc
-        allowed = self.allowed
-        return {s: v for s, v in acc.items() if s in allowed}
+        if self.allowed is not None:  # in place: a window's scores are tens of thousands
+            for section in list(filterfalse(self.allowed.__contains__, acc)):
+                del acc[section]
+        return acc
 
     def essential(self) -> tuple[dict[int, float], float, list[_List]]:
         """Read lists by decreasing bound until the bounds left sum below θ, the k-th best partial
