@@ -12,7 +12,7 @@ from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
-from router.stages.cache import QueryCache
+from router.stages.cache import CACHE_PREFIX, QueryCache
 from router.sync import run_sync
 from tests.common import ALFA, BETA, TODAY, catalog_of, with_all_records
 
@@ -125,6 +125,46 @@ def test_a_cached_answer_of_one_tenant_never_serves_another(service: KnowledgeSe
     from_kv = ask_as(BETA, isolate)
     assert from_kv.metadata.cache == "kv" and from_kv.results == beta.results
     assert not alfa_in(from_kv) and from_kv.answer == beta.answer
+
+
+def test_a_cold_isolate_answers_a_cached_question_without_loading_the_index(
+    service: KnowledgeService,
+) -> None:
+    """A question another isolate answered is served from KV by a fresh isolate without
+    reading a byte of the package; a new question then loads it as before, one KV probe each."""
+    service.cache = QueryCache(32, service.kv)
+    request = QueryRequest(query="O que é APR?")
+    first = asyncio.run(service.query(request, today=TODAY))
+    reads: list[str] = []
+
+    class CountedBlobs:
+        async def get(self, key: str) -> bytes | None:
+            reads.append(key)
+            return await service.blobs.get(key)
+
+        async def put(self, key: str, data: bytes) -> None:
+            await service.blobs.put(key, data)
+
+    kv_reads: list[str] = []
+
+    class CountedKv:
+        async def get(self, key: str) -> str | None:
+            kv_reads.append(key)
+            return await service.kv.get(key)
+
+        async def put(self, key: str, value: str) -> None:
+            await service.kv.put(key, value)
+
+    cold = KnowledgeService(kv=CountedKv(), blobs=CountedBlobs(), cache=QueryCache(32, CountedKv()))
+    cached = asyncio.run(cold.query(QueryRequest(query="o que é apr?"), today=TODAY))
+    assert cached.metadata.cache == "kv" and reads == []
+    assert cached.results == first.results and cached.answer == first.answer
+    assert cached.context is not None and cached.context.query == "o que é apr?"
+
+    kv_reads.clear()
+    fresh = asyncio.run(cold.query(QueryRequest(query="NR-35 trabalho em altura"), today=TODAY))
+    assert fresh.metadata.cache == "miss" and reads  # now the package is read
+    assert sum(key.startswith(CACHE_PREFIX) for key in kv_reads) == 1
 
 
 def test_own_tenant_document_wins_for_its_tenant(ask) -> None:  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ from router.package.text_store import TextReads
 from router.ports import Embedder, Generator, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.stages.answer import choose_answer, pick_fact
-from router.stages.cache import QueryCache, look_up
+from router.stages.cache import CacheLookup, QueryCache, look_up, probe
 from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
@@ -44,7 +44,7 @@ from router.state import QueryState, query_day
 from router.sync import concurrently, run_sync
 from router.trace import Trace
 
-__all__ = ["CascadeServices", "run_cascade", "run_query"]
+__all__ = ["CascadeServices", "cached_before_loading", "run_cascade", "run_query"]
 
 
 @dataclass
@@ -71,6 +71,28 @@ def run_query(
     return run_sync(run_cascade(package, request, config, CascadeServices(), today, clock))
 
 
+async def cached_before_loading(
+    version: str,
+    request: QueryRequest,
+    services: CascadeServices,
+    today: str | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[QueryResponse | None, CacheLookup | None]:
+    """The cached answer to ``request`` on ``version``, probed before its package is loaded:
+    a cold isolate answers a question already answered (by any isolate, or by the cache
+    warming) from KV, without reading the index. The probe is returned for the cascade, so a
+    miss costs one KV read, not two."""
+    if services.cache is None:
+        return None, None
+    trace = Trace(clock, clock(), 0.0)  # only its elapsed time is read
+    query = normalize_query(request.query)
+    found = await probe(services.cache, request, query.text, version, query_day(request, today))
+    if found.response is None:
+        return None, found
+    response = from_cache(found.response, found.where, request.query, trace, services.metrics)
+    return response, found
+
+
 async def run_cascade(
     package: KnowledgePackage,
     request: QueryRequest,
@@ -78,9 +100,11 @@ async def run_cascade(
     services: CascadeServices | None = None,
     today: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    probed: CacheLookup | None = None,
 ) -> QueryResponse:
     """Answer one request from one package (one knowledge version, never a mix), through the
-    caller's view of it: the shared partition and the tenant's own, never another's."""
+    caller's view of it: the shared partition and the tenant's own, never another's.
+    ``probed``: the cache already probed for it (``cached_before_loading``)."""
     view = package.view(request.tenant)
     config = config or RouterConfig()
     services = services or CascadeServices()
@@ -95,7 +119,7 @@ async def run_cascade(
     if services.cache is None:
         trace.skip("cache", "no cache configured")
     else:
-        lookup = await look_up(state, services.cache)
+        lookup = await look_up(state, services.cache, probed)
         if lookup.response is not None:
             return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
         cache_key = lookup.key

@@ -26,7 +26,7 @@ from router.ops.query_log import QueryRecorder
 from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_package_files
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
-from router.pipeline import CascadeServices, run_cascade
+from router.pipeline import CascadeServices, cached_before_loading, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
     BlobStore,
@@ -214,7 +214,6 @@ class KnowledgeService:
     ) -> QueryResponse:
         """Answer one request; ``record=False`` keeps it out of the query log (warming);
         ``defer`` runs the KV cache write and the query-log batch after the response."""
-        package = await self.package()
         services = CascadeServices(
             embedder=self.embedder,
             vector_index=self.vector_index,
@@ -223,7 +222,20 @@ class KnowledgeService:
             metrics=self.metrics,
             defer=defer,
         )
-        response = await run_cascade(package, request, self.config, services, today=today)
+        probed = None
+        version = await self.active_version()
+        current = self._package
+        if (current is None or current.version != version) and not self._recently_refused(version):
+            # a cold isolate (or a new version): a cached answer needs no package at all
+            cached, probed = await cached_before_loading(version, request, services, today)
+            if cached is not None:
+                if record and self.recorder is not None:
+                    await run_or_defer(self.recorder.record(request), defer, "query log")
+                return cached
+        package = await self.package()
+        response = await run_cascade(
+            package, request, self.config, services, today=today, probed=probed
+        )
         if record and self.recorder is not None:
             await run_or_defer(self.recorder.record(request), defer, "query log")
         return response

@@ -189,7 +189,7 @@ def test_windows_of_section_numbers_rank_as_one_search(
         bounds = ScoreBounds()
         for k in (1, 3, *KS):
             for allowed in (None, subset):
-                for ids in queries + [[3, 3, 3, 9]]:
+                for ids in [*queries, [3, 3, 3, 9]]:
                     expected = exhaustive(blocks, ids, weights, k, allowed)
                     ranking = weighted_top_k(blocks, ids, weights, k, allowed, bounds=bounds)
                     assert ranking.ranked == expected, (weights, k, ids)

@@ -17,6 +17,7 @@ from router.lru import LruCache
 from router.ports import KeyValueStore
 
 if TYPE_CHECKING:
+    from router.contract import QueryRequest
     from router.state import QueryState
 
 __all__ = [
@@ -25,7 +26,9 @@ __all__ = [
     "CacheWhere",
     "QueryCache",
     "cache_key",
+    "key_of_request",
     "look_up",
+    "probe",
     "request_cache_key",
 ]
 
@@ -89,15 +92,20 @@ class QueryCache:
 def request_cache_key(state: QueryState) -> str:
     """The key of this request on this package: case-folded normalised text plus everything
     else that changes the answer (UI context, tenant, day, flags, top_k, version, LLM)."""
-    request = state.request
+    return key_of_request(state.request, state.query.text, state.package.version, state.day)
+
+
+def key_of_request(request: QueryRequest, normalized: str, version: str, day: str) -> str:
+    """``request_cache_key`` from what it is made of: nothing of the package but its version,
+    so the cache can be probed before the package is loaded."""
     key = cache_key(
-        state.query.text.casefold(),
-        version=state.package.version,
+        normalized.casefold(),
+        version=version,
         tenant=request.tenant,
         page=request.page,
         tab=request.tab,
         focus=request.focus,
-        day=state.day,
+        day=day,
         include_deprecated=request.include_deprecated,
         top_k=request.top_k,
     )
@@ -113,9 +121,25 @@ class CacheLookup:
     where: CacheWhere
 
 
-async def look_up(state: QueryState, cache: QueryCache) -> CacheLookup:
-    """Probe the cache for this request; traced as the ``cache`` stage."""
+async def look_up(
+    state: QueryState, cache: QueryCache, probed: CacheLookup | None = None
+) -> CacheLookup:
+    """Probe the cache for this request (unless ``probed`` already did, with the same key);
+    traced as the ``cache`` stage."""
     key = request_cache_key(state)
+    if probed is not None and probed.key == key:
+        found = probed
+    else:
+        cached, where = await cache.get(key)
+        found = CacheLookup(key, cached, where)
+    state.trace.stage("cache", hit=found.where != "miss", where=found.where, key=key[-12:])
+    return found
+
+
+async def probe(
+    cache: QueryCache, request: QueryRequest, normalized: str, version: str, day: str
+) -> CacheLookup:
+    """Probe the cache for a request before its package is loaded (a cold isolate)."""
+    key = key_of_request(request, normalized, version, day)
     cached, where = await cache.get(key)
-    state.trace.stage("cache", hit=where != "miss", where=where, key=key[-12:])
     return CacheLookup(key, cached, where)
