@@ -165,6 +165,9 @@ def test_a_cold_isolate_answers_a_cached_question_without_loading_the_index(
     fresh = asyncio.run(cold.query(QueryRequest(query="NR-35 trabalho em altura"), today=TODAY))
     assert fresh.metadata.cache == "miss" and reads  # now the package is read
     assert sum(key.startswith(CACHE_PREFIX) for key in kv_reads) == 1
+    assert fresh.trace["package_load"]["bytes"] > 0  # the request that paid the load says so
+    again = asyncio.run(cold.query(QueryRequest(query="permissão de trabalho"), today=TODAY))
+    assert "package_load" not in again.trace
 
 
 def test_own_tenant_document_wins_for_its_tenant(ask) -> None:  # type: ignore[no-untyped-def]

@@ -232,10 +232,18 @@ class KnowledgeService:
                 if record and self.recorder is not None:
                     await run_or_defer(self.recorder.record(request), defer, "query log")
                 return cached
+        started = self.clock()
         package = await self.package()
+        loaded_ms = (self.clock() - started) * 1000
         response = await run_cascade(
             package, request, self.config, services, today=today, probed=probed
         )
+        if current is not package:  # this request paid the load (after caching: not reused)
+            response.trace["package_load"] = {
+                "ms": round(loaded_ms, 3),
+                "bytes": package.byte_size,
+                "partitions": len(package.partitions),
+            }
         if record and self.recorder is not None:
             await run_or_defer(self.recorder.record(request), defer, "query log")
         return response
