@@ -521,6 +521,7 @@ def pyodide_figures(
         "app": run.heap_app_bytes,
         "package": run.heap_loaded_bytes,
         "after_queries": run.heap_after_bytes,
+        "used_after_queries": run.heap_used_after_bytes,
     }
     exceeded = run.heap_after_bytes > ISOLATE_MEMORY_BYTES
     return {
@@ -536,6 +537,7 @@ def pyodide_figures(
         "first_query_status": run.first.status,
         "first_query_ms": round(run.first.ms, 1),  # beyond the app import: the package load
         "first_query_stage_ms": _first_stages(run.first),
+        "first_query_load": _first_load(run.first),
         "e2e_ms": spread(e2e),
         "router_ms": spread(router),
         "statuses": statuses,
@@ -543,6 +545,15 @@ def pyodide_figures(
         "stage_ms": stage_times(traces),
         "startup_timings_ms": run.startup_timings_ms,
     }
+
+
+def _first_load(response: WorkerResponse) -> dict[str, Any]:
+    """What the cold query spent loading the package (its trace's ``package_load``)."""
+    try:
+        load = response.json().get("trace", {}).get("package_load", {})
+    except ValueError:
+        return {}
+    return load if isinstance(load, dict) else {}
 
 
 def _first_stages(response: WorkerResponse) -> dict[str, float]:

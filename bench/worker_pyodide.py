@@ -68,6 +68,7 @@ class WorkerRun:
     heap_app_bytes: int
     heap_loaded_bytes: int
     heap_after_bytes: int
+    heap_used_after_bytes: int = 0  # the allocator's high-water mark (the heap grows in steps)
 
 
 def prepare_state(work: Path, name: str) -> Path:
@@ -133,10 +134,21 @@ def run_worker(
             warm.append(host.fetch("POST", "/v1/query", body))
             if on_progress is not None:
                 on_progress(number)
-        heap_after = host.stats()["heap_bytes"]
+        final = host.stats()
+        heap_after = final["heap_bytes"]
+        heap_used_after = int(final.get("heap_used_bytes", 0))
         timings = host.ready.get("timings", {})
     return WorkerRun(
-        boot_s, timings, app_import, first, warm, heap_booted, heap_app, heap_loaded, heap_after
+        boot_s,
+        timings,
+        app_import,
+        first,
+        warm,
+        heap_booted,
+        heap_app,
+        heap_loaded,
+        heap_after,
+        heap_used_after,
     )
 
 

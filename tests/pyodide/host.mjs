@@ -341,6 +341,9 @@ async function bulkStore({ dir, version, records, concurrency = 32 }) {
 async function stats() {
   return {
     heap_bytes: pyodide._module.HEAP8.length,
+    // the allocator's break: the high-water mark of what was allocated (the heap above grows
+    // in steps of up to 20 %, so it overstates the need by as much)
+    heap_used_bytes: pyodide._module._sbrk(0) >>> 0,
     rss_bytes: process.memoryUsage().rss,
     timings,
     requests,
