@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from router.compile.build import BuildResult, build_knowledge
 from router.errors import IntegrityError, PackageFormatError
+from router.package.fetch import FETCH_BATCH, fetch_package_files
 from router.package.listing import lazy_files
 from router.package.manifest import Manifest, sha256_hex
 from router.package.partitions import SHARED_PARTITION
@@ -73,3 +75,32 @@ def test_every_change_of_content_changes_the_version(built: BuildResult, tmp_pat
     target = next(copy.rglob("*.md"))
     target.write_text(target.read_text(encoding="utf-8") + "\nLinha nova.\n", encoding="utf-8")
     assert build_knowledge(copy).package.knowledge_version != built.package.knowledge_version
+
+
+def test_a_version_is_gathered_in_one_round_trip_and_a_missing_file_refuses_it(
+    built: BuildResult,
+) -> None:
+    """Every resident file is requested before any arrives (a version of twenty partitions
+    loaded one get after another cost twenty round trips); a missing one refuses the load."""
+    files = built.package.files()
+    in_flight, most = 0, 0
+
+    async def get(name: str) -> bytes | None:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0)
+        in_flight -= 1
+        return files.get(name)
+
+    manifest = Manifest.from_bytes(files["manifest.json"])
+    resident = manifest.names_to_read()
+    gathered = asyncio.run(fetch_package_files(get, "test", with_lazy=False))
+    assert set(gathered) == {"manifest.json", *resident}
+    assert most == min(len(resident), FETCH_BATCH) > 1
+
+    async def without_one(name: str) -> bytes | None:
+        return None if name == resident[-1] else files.get(name)
+
+    with pytest.raises(PackageFormatError, match="has no"):
+        asyncio.run(fetch_package_files(without_one, "test", with_lazy=False))
