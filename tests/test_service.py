@@ -1,13 +1,21 @@
-"""A package whose embedder cannot be made here is still served, lexically."""
+"""The service: a package whose embedder cannot be made here is still served, lexically; an
+isolate reads a tenant's partition on the tenant's first question."""
 
 from __future__ import annotations
 
 import asyncio
 
-from router.contract import QueryRequest
-from router.errors import ConfigError
+import pytest
+
+from router.contract import QueryRequest, QueryResponse
+from router.errors import ConfigError, PackageFormatError
 from router.package.manifest import Manifest
+from router.package.partitions import SHARED_PARTITION, partition_key
+from router.package.reader import KnowledgePackage
+from router.pipeline import run_query
+from router.ports import BlobStore
 from router.service import KnowledgeService
+from tests.common import ALFA, BETA, TODAY
 
 
 def test_a_failing_vector_stage_serves_the_package_lexical_only(service: KnowledgeService) -> None:
@@ -23,3 +31,67 @@ def test_a_failing_vector_stage_serves_the_package_lexical_only(service: Knowled
     assert response.results[0].doc_id == "apr"
     assert response.trace["stages"]["vector"]["skipped"] == "no embedder or vector index configured"
     assert service.last_load_error is None
+
+
+class CountedBlobs:
+    """The state's blob store, with the keys read and an optional corruption of one key."""
+
+    def __init__(self, blobs: BlobStore, corrupt: str | None = None) -> None:
+        self.blobs, self.corrupt = blobs, corrupt
+        self.reads: list[str] = []
+
+    async def get(self, key: str) -> bytes | None:
+        self.reads.append(key)
+        blob = await self.blobs.get(key)
+        if blob is not None and self.corrupt is not None and key.endswith(self.corrupt):
+            return blob[:-1] + bytes([blob[-1] ^ 1])
+        return blob
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self.blobs.put(key, data)
+
+
+def _bundles(reads: list[str]) -> set[str]:
+    return {key.rsplit("/", 1)[-1] for key in reads if key.endswith(".partition.bin")}
+
+
+def test_an_isolate_reads_the_shared_partition_first_and_a_tenants_on_its_first_query(
+    service: KnowledgeService, package: KnowledgePackage
+) -> None:
+    """An anonymous question reads the shared partition alone; a tenant's first question reads
+    its partition (once, said in its trace); the answers are those of the whole package."""
+    blobs = CountedBlobs(service.blobs)
+    served = KnowledgeService(kv=service.kv, blobs=blobs)
+    alfa = partition_key(ALFA)
+
+    question = "qual o ramal da brigada em caso de emergência?"
+
+    def ask(tenant: str | None) -> QueryResponse:
+        return asyncio.run(served.query(QueryRequest(query=question, tenant=tenant), today=TODAY))
+
+    anonymous = ask(None)
+    assert _bundles(blobs.reads) == {f"{SHARED_PARTITION}.partition.bin"}
+    first = ask(ALFA)
+    assert _bundles(blobs.reads) == {f"{SHARED_PARTITION}.partition.bin", f"{alfa}.partition.bin"}
+    assert first.trace["package_load"]["bytes"] > 0
+    again = ask(ALFA)
+    assert "package_load" not in again.trace
+    assert _bundles(blobs.reads) == {f"{SHARED_PARTITION}.partition.bin", f"{alfa}.partition.bin"}
+    for tenant, response in ((None, anonymous), (ALFA, first), (ALFA, again)):
+        whole = run_query(package, QueryRequest(query=question, tenant=tenant), today=TODAY)
+        assert response.results == whole.results and response.answer == whole.answer
+
+
+def test_a_damaged_tenant_partition_refuses_that_tenant_only_and_is_not_read_again(
+    service: KnowledgeService,
+) -> None:
+    alfa = partition_key(ALFA)
+    blobs = CountedBlobs(service.blobs, corrupt=f"{alfa}.partition.bin")
+    served = KnowledgeService(kv=service.kv, blobs=blobs)
+    question = "qual o ramal da brigada em caso de emergência?"
+    for _ in range(2):
+        with pytest.raises(PackageFormatError, match="sha256"):
+            asyncio.run(served.query(QueryRequest(query=question, tenant=ALFA), today=TODAY))
+    assert sum(key.endswith(f"{alfa}.partition.bin") for key in blobs.reads) == 1
+    beta = asyncio.run(served.query(QueryRequest(query=question, tenant=BETA), today=TODAY))
+    assert beta.results[0].doc_id == "metalurgicaBeta.emergencyContacts"

@@ -37,6 +37,7 @@ from router.ports import (
     VectorIndex,
 )
 from router.stages.cache import QueryCache
+from router.sync import concurrently
 from router.vectors.records import section_records
 
 __all__ = [
@@ -184,8 +185,14 @@ class KnowledgeService:
     async def load(self, version: str) -> KnowledgePackage:
         get = package_getter(self.blobs, version)
         where = f"package {version}"
+        # the manifest and the shared partition; a tenant's partition is read on its first query
+        # (``KnowledgePackage.ready``), unless the vectors must all be indexed now
         files = await fetch_package_files(
-            get, where, with_vectors=self.needs_vectors, with_lazy=False
+            get,
+            where,
+            with_vectors=self.needs_vectors,
+            with_lazy=False,
+            partitions=None if self.needs_vectors else 1,
         )
         rows = self.record_rows
 
@@ -193,12 +200,18 @@ class KnowledgeService:
             assert rows is not None
             return await rows.read(version, partition, docs)
 
+        async def fetch_partitions(names: list[str]) -> dict[str, bytes]:
+            blobs = await concurrently([fetch_artifact(get, where, name) for name in names])
+            return dict(zip(names, blobs, strict=True))
+
         package = load_package(
             files[MANIFEST_NAME],
             files.__getitem__,
             with_vectors=self.needs_vectors,
             fetch_chunk=lambda name: fetch_artifact(get, where, name),
             read_rows=read_rows if rows is not None else None,
+            only=None if self.needs_vectors else [0],
+            fetch_partitions=fetch_partitions,
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")
@@ -234,15 +247,17 @@ class KnowledgeService:
                 return cached
         started = self.clock()
         package = await self.package()
+        held = package.byte_size
+        await package.ready(request.tenant)
         loaded_ms = (self.clock() - started) * 1000
         response = await run_cascade(
             package, request, self.config, services, today=today, probed=probed
         )
-        if current is not package:  # this request paid the load (after caching: not reused)
-            response.trace["package_load"] = {
+        if current is not package or package.byte_size != held:  # this request paid a load
+            response.trace["package_load"] = {  # (added after caching: a copy never claims it)
                 "ms": round(loaded_ms, 3),
-                "bytes": package.byte_size,
-                "partitions": len(package.partitions),
+                "bytes": package.byte_size - (held if current is package else 0),
+                "partitions": sum(p is not None for p in package.loaded),
             }
         if record and self.recorder is not None:
             await run_or_defer(self.recorder.record(request), defer, "query log")

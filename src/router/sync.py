@@ -10,6 +10,7 @@ awaited one by one when ``run_sync`` drives them (``asyncio.gather`` would need 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -18,19 +19,31 @@ __all__ = ["concurrently", "run_sync"]
 T = TypeVar("T")
 
 
+_DRIVEN_SYNCHRONOUSLY: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "driven_synchronously", default=False
+)
+"""Set while ``run_sync`` drives a coroutine: even inside a running loop (a sync helper called
+from async code), its reads must not be gathered, since gathering suspends."""
+
+
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """The coroutine's result; raises ``RuntimeError`` if it tries to wait for I/O."""
+    token = _DRIVEN_SYNCHRONOUSLY.set(True)
     try:
         coroutine.send(None)
     except StopIteration as done:
         result: T = done.value
         return result
+    finally:
+        _DRIVEN_SYNCHRONOUSLY.reset(token)
     coroutine.close()
     raise RuntimeError("a coroutine that needs I/O was run synchronously; await it instead")
 
 
 def _loop_running() -> bool:
     """Whether an event loop drives this call (else fetches are awaited one by one)."""
+    if _DRIVEN_SYNCHRONOUSLY.get():
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from router.errors import PackageFormatError
 from router.package.listing import lazy_files
 from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.partitions import partition_of
 from router.sync import concurrently
 
 __all__ = [
@@ -52,11 +53,17 @@ async def fetch_artifact(get: ArtifactGetter, where: str, name: str) -> bytes:
 
 
 async def fetch_package_files(
-    get: ArtifactGetter, where: str, *, with_vectors: bool = True, with_lazy: bool = True
+    get: ArtifactGetter,
+    where: str,
+    *,
+    with_vectors: bool = True,
+    with_lazy: bool = True,
+    partitions: int | None = None,
 ) -> dict[str, bytes]:
     """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``), and
     the lazily read files its directories name only if ``with_lazy`` (a server reads those per
-    query).
+    query). ``partitions``: the resident files of the first so many partitions only (a server
+    reads the shared one first, a tenant's when it is asked).
 
     ``where`` names the package in errors ("version v1 in .kr-state"). A missing file raises
     ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
@@ -66,7 +73,11 @@ async def fetch_package_files(
     manifest_blob = await fetch_artifact(get, where, MANIFEST_NAME)
     manifest = Manifest.from_bytes(manifest_blob)
     files = {MANIFEST_NAME: manifest_blob}
-    await _fetch_all(get, where, manifest.names_to_read(with_vectors=with_vectors), files)
+    names = manifest.names_to_read(with_vectors=with_vectors)
+    if partitions is not None:
+        keys = {entry.key for entry in manifest.partitions[:partitions]}
+        names = [name for name in names if partition_of(name)[0] in keys]
+    await _fetch_all(get, where, names, files)
     if with_lazy:
         resident = {n: manifest.verify(n, b) for n, b in files.items() if n != MANIFEST_NAME}
         await _fetch_all(get, where, list(lazy_files(manifest, resident)), files)

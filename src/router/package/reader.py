@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ from router.package.partitions import (
     PartitionEntry,
     partition_file,
     partition_key,
+    partition_of,
 )
 from router.package.records import (
     RECORDS_INDEX_NAME,
@@ -121,25 +122,73 @@ class Catalog:
     section_doc: list[int]  # global document index of each section
 
 
+PartitionFetcher = Callable[[list[str]], Awaitable[dict[str, bytes]]]
+"""``fetch(names)``: resident files of partitions read after the version was loaded (a tenant's
+bundle on its first query), all at once; the bytes are verified against the manifest."""
+
+
 @dataclass
 class KnowledgePackage(VersionFacts):
-    """One loaded knowledge version: its partitions, and a view per tenant for queries."""
+    """One loaded knowledge version: its partitions, and a view per tenant for queries.
+
+    A package loaded for serving may hold only some partitions (the shared one at least): the
+    others are read on the first query that needs them (``ready``), so a cold isolate reads the
+    shared partition and its caller's, not every tenant's."""
 
     manifest: Manifest
-    partitions: list[Partition]  # shared first, then tenants by key
+    loaded: list[Partition | None]  # shared first, then tenants by key; None: not read yet
     byte_size: int = 0
     budget: ReaderBudget = field(default_factory=ReaderBudget)
+    # reads partitions not held yet: (the partitions, their bytes)
+    fetch_later: Callable[[list[int]], Awaitable[tuple[list[Partition], int]]] | None = None
     _views: OrderedDict[str | None, PackageView] = field(default_factory=OrderedDict, repr=False)
+    _refused: dict[int, PackageFormatError] = field(default_factory=dict, repr=False)
+
+    @property
+    def partitions(self) -> list[Partition]:
+        """Every partition (whole-version work: publish, vector records, diagnostics)."""
+        if any(p is None for p in self.loaded):
+            raise PackageFormatError(
+                f"package {self.version} was loaded for serving: not every partition is read"
+            )
+        return [p for p in self.loaded if p is not None]
+
+    def _view_indices(self, tenant: str | None) -> tuple[str, list[int]]:
+        key = partition_key(tenant) if tenant and tenant != ALL_TENANTS else SHARED_PARTITION
+        entries = self.manifest.partitions
+        return key, [0] + [i for i, e in enumerate(entries) if i and e.key == key]
+
+    async def ready(self, tenant: str | None) -> None:
+        """Read the partitions ``tenant``'s view needs and this package does not hold yet (one
+        round trip). A damaged or missing one raises ``PackageFormatError``, then and on every
+        later call without reading it again (a stored object does not heal; a new version is
+        a new package); a failed read (a store fault) is tried again next time."""
+        missing = [i for i in self._view_indices(tenant)[1] if self.loaded[i] is None]
+        if not missing:
+            return
+        refused = next((self._refused[i] for i in missing if i in self._refused), None)
+        if refused is not None:
+            raise refused
+        if self.fetch_later is None:
+            raise PackageFormatError(f"package {self.version}: partitions {missing} are unread")
+        try:
+            partitions, size = await self.fetch_later(missing)
+        except PackageFormatError as exc:
+            self._refused.update(dict.fromkeys(missing, exc))
+            raise
+        for index, partition in zip(missing, partitions, strict=True):
+            self.loaded[index] = partition
+        self.byte_size += size
 
     def view(self, tenant: str | None) -> PackageView:
         """What ``tenant`` sees: the shared partition and its own (only the shared one for an
-        anonymous caller or a tenant without documents); composed once, kept in a small LRU."""
-        key = partition_key(tenant) if tenant and tenant != ALL_TENANTS else SHARED_PARTITION
+        anonymous caller or a tenant without documents); composed once, kept in a small LRU.
+        Its partitions must have been read (``ready``)."""
+        key, chosen = self._view_indices(tenant)
         found = self._views.get(key)
         if found is not None:
             self._views.move_to_end(key)
             return found
-        chosen = [0] + [i for i, p in enumerate(self.partitions) if i and p.key == key]
         parts = tuple(self._part(i) for i in chosen)
         shared = self.view(None) if len(parts) > 1 else None
         view = self._views[key] = compose_view(self.manifest, parts, shared, self.budget)
@@ -148,20 +197,21 @@ class KnowledgePackage(VersionFacts):
         return view
 
     def _part(self, index: int) -> ViewPart:
-        shared = self.partitions[0]
-        partition = self.partitions[index]
-        first_global = sum(p.section_count for p in self.partitions[:index])
+        shared, partition = self.loaded[0], self.loaded[index]
+        if shared is None or partition is None:
+            raise PackageFormatError(f"package {self.version}: partition {index} is unread")
+        first_global = sum(e.sections for e in self.manifest.partitions[:index])
         return ViewPart(partition, shared.doc_count if index else 0, first_global)
 
     # -- the whole version (publish, vector records, diagnostics), in global numbering ---------
 
     @property
     def document_count(self) -> int:
-        return sum(p.doc_count for p in self.partitions)
+        return sum(e.documents for e in self.manifest.partitions)
 
     @property
     def section_count(self) -> int:
-        return sum(p.section_count for p in self.partitions)
+        return sum(e.sections for e in self.manifest.partitions)
 
     async def read_catalog(self) -> Catalog:
         """Every record of every partition, fetched and decoded."""
@@ -207,12 +257,17 @@ def load_package(
     fetch_chunk: ChunkFetcher | None = None,
     budget: ReaderBudget | None = None,
     read_rows: RowReader | None = None,
+    only: Sequence[int] | None = None,
+    fetch_partitions: PartitionFetcher | None = None,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
     Every partition is verified and decoded here, so a damaged one refuses the whole version
-    (the previous one keeps serving). ``with_vectors=False`` leaves ``vectors.bin`` unread: a
-    server whose vector index is remote (Vectorize) never needs the section vectors in memory.
+    (the previous one keeps serving) — unless ``only`` names the partitions to read now (the
+    shared one first): the others are read by ``fetch_partitions`` when a query needs them
+    (``KnowledgePackage.ready``), verified then. ``with_vectors=False`` leaves ``vectors.bin``
+    unread: a server whose vector index is remote (Vectorize) never needs the section vectors
+    in memory.
     Section texts and posting shards are never read here: a query fetches the chunks it quotes
     and the shards of its terms, with ``fetch_chunk`` (async; e.g. an R2 read) or else with
     ``fetch``, verified on arrival. ``read_rows`` (D1's ``knowledge_records``) serves the
@@ -220,9 +275,10 @@ def load_package(
     ``budget`` bounds what the package's caches keep between queries.
     """
     manifest = Manifest.from_bytes(manifest_blob)
+    wanted = manifest.partitions if only is None else [manifest.partitions[i] for i in only]
     blobs = {
         name: manifest.verify(name, fetch(name))
-        for name in manifest.names_to_read(with_vectors=with_vectors)
+        for name in _resident_files(manifest, wanted, with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     budget = budget or ReaderBudget()
@@ -236,16 +292,40 @@ def load_package(
         WordTables(budget.word_chunks),
         read_rows,
     )
-    partitions = [
-        _decode_partition(manifest, entry, blobs, read_chunk, shared)
-        for entry in manifest.partitions
-    ]
+    loaded: list[Partition | None] = [None] * len(manifest.partitions)
+    for entry in wanted:
+        loaded[manifest.partitions.index(entry)] = _decode_partition(
+            manifest, entry, blobs, read_chunk, shared
+        )
+
+    async def fetch_later(indices: list[int]) -> tuple[list[Partition], int]:
+        assert fetch_partitions is not None
+        entries = [manifest.partitions[i] for i in indices]
+        names = _resident_files(manifest, entries, with_vectors)
+        fetched = await fetch_partitions(names)
+        later = {name: manifest.verify(name, fetched[name]) for name in names}
+        decoded = [_decode_partition(manifest, e, later, read_chunk, shared) for e in entries]
+        return decoded, sum(len(blob) for blob in later.values())
+
     return KnowledgePackage(
         manifest=manifest,
-        partitions=partitions,
+        loaded=loaded,
         byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
         budget=budget,
+        fetch_later=fetch_later if fetch_partitions is not None else None,
     )
+
+
+def _resident_files(
+    manifest: Manifest, entries: Sequence[PartitionEntry], with_vectors: bool
+) -> list[str]:
+    """The resident files of some partitions (their bundles, and vectors if wanted)."""
+    keys = {entry.key for entry in entries}
+    return [
+        name
+        for name in manifest.names_to_read(with_vectors=with_vectors)
+        if partition_of(name)[0] in keys
+    ]
 
 
 def _decode_partition(
