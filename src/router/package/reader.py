@@ -227,7 +227,7 @@ class KnowledgePackage(VersionFacts):
     @property
     def has_vectors(self) -> bool:
         """Whether every partition's section vectors were read (embedded and not left unread)."""
-        return all(p.vectors is not None for p in self.partitions)
+        return all(p is not None and p.vectors is not None for p in self.loaded)
 
     @property
     def vector_dimensions(self) -> int:
