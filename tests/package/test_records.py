@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import random
 
 import pytest
 
@@ -45,6 +46,33 @@ def test_columns_round_trip_and_answer_the_filters_as_the_documents_do() -> None
             rule = Visibility(None, day, deprecated)
             day_number = dt.date.fromisoformat(day).toordinal()
             assert list(columns.visible(day_number, deprecated)) == [rule.admits(d) for d in docs]
+
+
+@pytest.mark.parametrize("span_years", [1, 150, 600])
+def test_narrow_and_wide_day_columns_filter_like_the_documents(span_years: int) -> None:
+    """Random validity windows over 1, 150 and 600 years (2-byte days, then 4-byte ones), and
+    days before, inside and after all of them: the columns admit what the documents do."""
+    rng = random.Random(span_years)
+    start = dt.date(1900, 1, 1).toordinal()
+    span = 365 * span_years
+
+    def day(offset: int) -> str:
+        return dt.date.fromordinal(start + offset).isoformat()
+
+    docs = []
+    for index in range(60):
+        low, high = sorted(rng.randrange(span) for _ in range(2))
+        bounds = {"valid_from": day(low)} if rng.random() < 0.7 else {}
+        if rng.random() < 0.7:
+            bounds["valid_until"] = day(high)
+        docs.append(_doc(index, **bounds, scope={"page": f"p{index % 7}"}))
+    columns = decode_columns(encode_columns(docs))
+    asked = [day(rng.randrange(-400, span + 400)) for _ in range(120)] + [day(-9000), day(span * 2)]
+    for when in asked:
+        rule = Visibility(None, when)
+        admitted = list(columns.visible(dt.date.fromisoformat(when).toordinal(), False))
+        assert admitted == [rule.admits(d) for d in docs], when
+    assert columns.in_scope("p3", None) == [i for i in range(60) if i % 7 == 3]
 
 
 def test_a_malformed_docs_file_is_refused() -> None:
