@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
 from router.package.reader import Catalog, KnowledgePackage
@@ -26,6 +27,7 @@ __all__ = [
     "ROOT",
     "SHARED_DATA",
     "TODAY",
+    "CountedStore",
     "catalog_of",
     "llm_context",
     "load_all_postings",
@@ -119,3 +121,22 @@ def with_all_records(view: PackageView) -> PackageView:
 def catalog_of(package: KnowledgePackage) -> Catalog:
     """Every document and section of a package, in package-wide numbering."""
     return run_sync(package.read_catalog())
+
+
+Value = TypeVar("Value")
+
+
+class CountedStore(Generic[Value]):
+    """A KV or blob store that records the keys read through it (what a request cost)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.reads: list[str] = []
+
+    async def get(self, key: str) -> Value | None:
+        self.reads.append(key)
+        found: Value | None = await self.store.get(key)
+        return found
+
+    async def put(self, key: str, value: Value) -> None:
+        await self.store.put(key, value)

@@ -14,7 +14,7 @@ from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
 from router.stages.cache import CACHE_PREFIX, QueryCache
 from router.sync import run_sync
-from tests.common import ALFA, BETA, TODAY, catalog_of, with_all_records
+from tests.common import ALFA, BETA, TODAY, CountedStore, catalog_of, with_all_records
 
 
 def test_what_is_apr_answers_with_a_citation(ask) -> None:  # type: ignore[no-untyped-def]
@@ -135,36 +135,18 @@ def test_a_cold_isolate_answers_a_cached_question_without_loading_the_index(
     service.cache = QueryCache(32, service.kv)
     request = QueryRequest(query="O que é APR?")
     first = asyncio.run(service.query(request, today=TODAY))
-    reads: list[str] = []
-
-    class CountedBlobs:
-        async def get(self, key: str) -> bytes | None:
-            reads.append(key)
-            return await service.blobs.get(key)
-
-        async def put(self, key: str, data: bytes) -> None:
-            await service.blobs.put(key, data)
-
-    kv_reads: list[str] = []
-
-    class CountedKv:
-        async def get(self, key: str) -> str | None:
-            kv_reads.append(key)
-            return await service.kv.get(key)
-
-        async def put(self, key: str, value: str) -> None:
-            await service.kv.put(key, value)
-
-    cold = KnowledgeService(kv=CountedKv(), blobs=CountedBlobs(), cache=QueryCache(32, CountedKv()))
+    blobs: CountedStore[bytes] = CountedStore(service.blobs)
+    kv: CountedStore[str] = CountedStore(service.kv)
+    cold = KnowledgeService(kv=kv, blobs=blobs, cache=QueryCache(32, kv))
     cached = asyncio.run(cold.query(QueryRequest(query="o que é apr?"), today=TODAY))
-    assert cached.metadata.cache == "kv" and reads == []
+    assert cached.metadata.cache == "kv" and blobs.reads == []
     assert cached.results == first.results and cached.answer == first.answer
     assert cached.context is not None and cached.context.query == "o que é apr?"
 
-    kv_reads.clear()
+    kv.reads.clear()
     fresh = asyncio.run(cold.query(QueryRequest(query="NR-35 trabalho em altura"), today=TODAY))
-    assert fresh.metadata.cache == "miss" and reads  # now the package is read
-    assert sum(key.startswith(CACHE_PREFIX) for key in kv_reads) == 1
+    assert fresh.metadata.cache == "miss" and blobs.reads  # now the package is read
+    assert sum(key.startswith(CACHE_PREFIX) for key in kv.reads) == 1
     assert fresh.trace["package_load"]["bytes"] > 0  # the request that paid the load says so
     again = asyncio.run(cold.query(QueryRequest(query="permissão de trabalho"), today=TODAY))
     assert "package_load" not in again.trace

@@ -15,7 +15,7 @@ from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.ports import BlobStore
 from router.service import KnowledgeService
-from tests.common import ALFA, BETA, TODAY
+from tests.common import ALFA, BETA, TODAY, CountedStore
 
 
 def test_a_failing_vector_stage_serves_the_package_lexical_only(service: KnowledgeService) -> None:
@@ -33,22 +33,18 @@ def test_a_failing_vector_stage_serves_the_package_lexical_only(service: Knowled
     assert service.last_load_error is None
 
 
-class CountedBlobs:
-    """The state's blob store, with the keys read and an optional corruption of one key."""
+class CorruptingBlobs(CountedStore[bytes]):
+    """The state's blob store, counting reads, with one key's bytes damaged (a flipped bit)."""
 
     def __init__(self, blobs: BlobStore, corrupt: str | None = None) -> None:
-        self.blobs, self.corrupt = blobs, corrupt
-        self.reads: list[str] = []
+        super().__init__(blobs)
+        self.corrupt = corrupt
 
     async def get(self, key: str) -> bytes | None:
-        self.reads.append(key)
-        blob = await self.blobs.get(key)
+        blob = await super().get(key)
         if blob is not None and self.corrupt is not None and key.endswith(self.corrupt):
             return blob[:-1] + bytes([blob[-1] ^ 1])
         return blob
-
-    async def put(self, key: str, data: bytes) -> None:
-        await self.blobs.put(key, data)
 
 
 def _bundles(reads: list[str]) -> set[str]:
@@ -60,7 +56,7 @@ def test_an_isolate_reads_the_shared_partition_first_and_a_tenants_on_its_first_
 ) -> None:
     """An anonymous question reads the shared partition alone; a tenant's first question reads
     its partition (once, said in its trace); the answers are those of the whole package."""
-    blobs = CountedBlobs(service.blobs)
+    blobs = CorruptingBlobs(service.blobs)
     served = KnowledgeService(kv=service.kv, blobs=blobs)
     alfa = partition_key(ALFA)
 
@@ -86,7 +82,7 @@ def test_a_damaged_tenant_partition_refuses_that_tenant_only_and_is_not_read_aga
     service: KnowledgeService,
 ) -> None:
     alfa = partition_key(ALFA)
-    blobs = CountedBlobs(service.blobs, corrupt=f"{alfa}.partition.bin")
+    blobs = CorruptingBlobs(service.blobs, corrupt=f"{alfa}.partition.bin")
     served = KnowledgeService(kv=service.kv, blobs=blobs)
     question = "qual o ramal da brigada em caso de emergência?"
     for _ in range(2):
