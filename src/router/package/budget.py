@@ -23,15 +23,15 @@ MIB = 1024 * 1024
 class ReaderBudget:
     """Bounds of the per-package caches (bytes or entries; 0 keeps nothing between queries)."""
 
-    shard_bytes: int = 4 * MIB  # decoded posting shards (≈ 64 shards of 64 KiB)
+    shard_bytes: int = 2 * MIB  # decoded posting shards (≈ 32 shards of 64 KiB)
     bound_bytes: int = 2 * MIB  # the scorer's per-section bounds of long lists (a byte a section)
     chunk_bytes: int = 1 * MIB  # raw text and record chunks
-    records: int = 256  # decoded document records
+    records: int = 192  # decoded document records
     exact_tables: int = 48  # decoded exact-key chunks (≈ 16 KiB each)
     vocabulary_chunks: int = 96  # decoded vocabulary chunks (≈ 16 KiB each)
     graph_chunks: int = 32  # decoded edge chunks
     word_chunks: int = 32  # decoded typo-word chunks
-    stem_words: int = 4096  # words whose stems each view's analyzer remembers
+    stem_words: int = 2048  # words whose stems each view's analyzer remembers
     views: int = 8  # tenant views kept composed
 
     def __post_init__(self) -> None:

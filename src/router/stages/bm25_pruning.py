@@ -91,11 +91,11 @@ COMPLETION_RESERVE = 8
 """Lookups per result and list kept back from the reading (at most a quarter of the budget),
 so that a query the budget cuts short still completes its best candidates."""
 
-WINDOW_POSTINGS = 65_536
-"""A query of more postings (all within its budget) is scored window by window over its
-section numbers, about this many postings a window: the partial scores of one window at a
-time, not one per section its lists hold (26 MB for three common words at 1M sections), and
-the k-th best score of the windows done prunes the next ones from their start."""
+WINDOW_POSTINGS = 32_768
+"""A query of more postings is scored window by window over its section numbers, about this
+many postings a window: the partial scores of one window at a time, not one per section its
+lists hold (26 MB for three common words at 1M sections), and the k-th best score of the
+windows done prunes the next ones from their start."""
 
 _SLACK = 1e-9
 """Relative margin for float rounding: only what is below a threshold by more is pruned."""
