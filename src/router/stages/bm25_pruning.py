@@ -232,11 +232,13 @@ def _windowed_top_k(
 
     A query the budget cannot read whole gives each window the budget's share of its postings
     (what a window leaves unused passes on): every window is cut alike, so no range of section
-    numbers is favoured."""
+    numbers is favoured. A query that fits reads all it needs: its windows' completions may
+    spend up to the budget once more (a query costs at most twice its budget)."""
     space = max(entry[2].num_sections for entry in lists)
     total = sum(entry[5] - entry[4] for entry in lists)
     width = -(-space // -(-total // WINDOW_POSTINGS))
-    fits = total <= budget - _reserve(budget, k, len(lists))
+    reserve = _reserve(budget, k, len(lists))
+    fits = total <= budget - reserve
     whole = {entry[1]: entry for entry in lists}
     prepared: dict[int, _Tail] = {}
     best: list[float] = []  # the k best complete scores so far, a heap
@@ -246,8 +248,12 @@ def _windowed_top_k(
         window = _window(lists, low, low + width)
         if not window:
             continue
+        if fits:  # what is left to read fits; completing across windows may cost up to
+            # the budget once more, so a query that fits is never cut by its lookups
+            allowance = min(max(budget - read, total - passed + reserve), 2 * budget - read)
         passed += sum(entry[5] - entry[4] for entry in window)
-        allowance = budget - read if fits else budget * passed // total - read
+        if not fits:
+            allowance = budget * passed // total - read
         floor = best[0] if len(best) == k else 0.0
         search = _Search(window, k, allowed, allowance, floor, whole, prepared)
         scores = search.scores(bounds)
