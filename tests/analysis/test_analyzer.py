@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from router.analysis.analyzer import Analyzer, AnalyzerConfig, pure_snowball_stem_function
+from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
 from router.compile import indexer
 from router.compile.build import BuildResult
 from router.compile.indexer import check_stemmer_equality, section_index_text
@@ -73,9 +73,7 @@ def test_the_build_check_compares_with_the_workers_own_stemmer(
 ) -> None:
     """The check runs the pure-Python stemmer the Worker runs (not PyStemmer twice): a runtime
     stemmer that differs on one word fails the build."""
-    monkeypatch.setattr(
-        indexer, "pure_snowball_stem_function", lambda language: lambda word: word[:3]
-    )
+    monkeypatch.setattr(indexer, "snowball_stem_function", lambda language: lambda word: word[:3])
     with pytest.raises(ConfigError, match="differ"):
         check_stemmer_equality(["trabalhadores", "permissões"], AnalyzerConfig())
 
@@ -85,8 +83,8 @@ def test_the_worker_imports_one_language_stemmer_not_all_of_them() -> None:
     snowballstemmer's package import compiles all 33 (850 ms and 8 MiB of heap in Pyodide)."""
     probe = (
         "import sys\n"
-        "from router.analysis.analyzer import pure_snowball_stem_function\n"
-        "stem = pure_snowball_stem_function('portuguese')\n"
+        "from router.analysis.analyzer import snowball_stem_function\n"
+        "stem = snowball_stem_function('portuguese')\n"
         "assert stem('trabalhadores') == 'trabalh', stem('trabalhadores')\n"
         "loaded = sorted(m for m in sys.modules if 'stemmer' in m)\n"
         "print(loaded)\n"
@@ -96,7 +94,7 @@ def test_the_worker_imports_one_language_stemmer_not_all_of_them() -> None:
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     with pytest.raises(ConfigError):
-        pure_snowball_stem_function("klingon")
+        snowball_stem_function("klingon")
 
 
 def test_unknown_language_is_a_config_error() -> None:

@@ -7,8 +7,9 @@ Why it is built like this:
   then accent-folded; a query typed without accents (``permissao``) is mapped back to the stem of
   the accented word seen in the corpus through the *accent lexicon* shipped with the package;
 - Portuguese ``-ões``/``-ães`` plurals are brought to ``-ão`` first (Snowball leaves them apart).
-The stemmer is injected: PyStemmer (C, fast) at build time, snowballstemmer (pure Python) in the
-Worker; the compiler checks that both give the same stem for every word of the vocabulary.
+The stemmer is injected: PyStemmer (C, fast) at build time, snowballstemmer (pure Python) at query
+time, in the Worker and in CPython alike; the compiler checks that both give the same stem for
+every word of the vocabulary.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ __all__ = [
     "Analyzer",
     "AnalyzerConfig",
     "StemFunction",
-    "pure_snowball_stem_function",
     "snowball_stem_function",
 ]
 
@@ -77,27 +77,16 @@ class AnalyzerConfig:
             raise ConfigError(f"invalid analyzer config: {exc}") from exc
 
 
-def snowball_stem_function(language: str) -> StemFunction:
-    """The Snowball stemmer of ``language``: PyStemmer's C one when it is installed (what
-    ``snowballstemmer.stemmer`` picks too), else snowballstemmer's pure-Python module for that
-    language alone (the Worker) — importing the ``snowballstemmer`` package compiles all 33 of
-    its stemmers: 850 ms and 8 MiB of a Worker's heap at the first query, measured in Pyodide."""
-    try:
-        import Stemmer  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return pure_snowball_stem_function(language)
-    try:
-        return Stemmer.Stemmer(language).stemWord  # type: ignore[no-any-return]
-    except KeyError as exc:
-        raise ConfigError(f"no Snowball stemmer for language {language!r}") from exc
-
-
 _SNOWBALL_ALONE = "router_snowball_stemmers"
 """A private package over snowballstemmer's folder, whose ``__init__`` is never run."""
 
 
-def pure_snowball_stem_function(language: str) -> StemFunction:
-    """snowballstemmer's pure-Python stemmer of one language, imported without the others."""
+def snowball_stem_function(language: str) -> StemFunction:
+    """snowballstemmer's pure-Python stemmer of ``language`` (the Worker's, and the default of
+    every analyzer), imported without the others: importing the ``snowballstemmer`` package
+    compiles all 33 of its stemmers — 850 ms and 8 MiB of a Worker's heap at the first query,
+    measured in Pyodide. The build injects PyStemmer (C) instead and checks that the two agree
+    on every word of the vocabulary (``router.compile.indexer.check_stemmer_equality``)."""
     if not re.fullmatch(r"[a-z]+(?:_[a-z]+)*", language):
         raise ConfigError(f"no Snowball stemmer for language {language!r}")
     package = sys.modules.get(_SNOWBALL_ALONE)

@@ -16,7 +16,7 @@ from typing import Any
 
 import Stemmer
 
-from router.analysis.analyzer import Analyzer, AnalyzerConfig, pure_snowball_stem_function
+from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_function
 from router.analysis.surface import surface_tables, surface_texts, surface_word_stems
 from router.analysis.text import fold, has_diacritics
 from router.checks import check_choice, check_range, check_weights
@@ -426,8 +426,7 @@ def build_accent_lexicon(texts: Iterable[str], config: AnalyzerConfig, stem: Any
 def check_stemmer_equality(words: Iterable[str], config: AnalyzerConfig) -> None:
     """PyStemmer (build) and snowballstemmer (Worker) must agree on every word, or fail."""
     build = Analyzer(config, stem=_pystemmer(config.language))
-    # the Worker's own stemmer: snowball_stem_function would pick PyStemmer here again
-    runtime = Analyzer(config, stem=pure_snowball_stem_function(config.language))
+    runtime = Analyzer(config, stem=snowball_stem_function(config.language))
     differing = sorted(w for w in words if build.surface_stem(w) != runtime.surface_stem(w))
     if differing:
         sample = ", ".join(differing[:10])
