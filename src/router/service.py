@@ -23,8 +23,9 @@ from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
-from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_package_files
+from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fetch_package_files
 from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.partitions import SHARED_PARTITION
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import CascadeServices, cached_before_loading, run_cascade
 from router.ports import (
@@ -37,7 +38,6 @@ from router.ports import (
     VectorIndex,
 )
 from router.stages.cache import QueryCache
-from router.sync import concurrently
 from router.vectors.records import section_records
 
 __all__ = [
@@ -192,17 +192,13 @@ class KnowledgeService:
             where,
             with_vectors=self.needs_vectors,
             with_lazy=False,
-            partitions=None if self.needs_vectors else 1,
+            partitions=None if self.needs_vectors else {SHARED_PARTITION},
         )
         rows = self.record_rows
 
         async def read_rows(partition: str, docs: list[int]) -> dict[int, str]:
             assert rows is not None
             return await rows.read(version, partition, docs)
-
-        async def fetch_partitions(names: list[str]) -> dict[str, bytes]:
-            blobs = await concurrently([fetch_artifact(get, where, name) for name in names])
-            return dict(zip(names, blobs, strict=True))
 
         package = load_package(
             files[MANIFEST_NAME],
@@ -211,7 +207,7 @@ class KnowledgeService:
             fetch_chunk=lambda name: fetch_artifact(get, where, name),
             read_rows=read_rows if rows is not None else None,
             only=None if self.needs_vectors else [0],
-            fetch_partitions=fetch_partitions,
+            fetch_partitions=lambda names: fetch_files(get, where, names),
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")

@@ -9,12 +9,11 @@ missing file, and this module decides what a missing file means. Sans-I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from router.errors import PackageFormatError
 from router.package.listing import lazy_files
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.partitions import partition_of
 from router.sync import concurrently
 
 __all__ = [
@@ -22,6 +21,7 @@ __all__ = [
     "VERSION_ID",
     "ArtifactGetter",
     "fetch_artifact",
+    "fetch_files",
     "fetch_package_files",
     "is_version_id",
 ]
@@ -58,12 +58,12 @@ async def fetch_package_files(
     *,
     with_vectors: bool = True,
     with_lazy: bool = True,
-    partitions: int | None = None,
+    partitions: Collection[str] | None = None,
 ) -> dict[str, bytes]:
     """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``), and
     the lazily read files its directories name only if ``with_lazy`` (a server reads those per
-    query). ``partitions``: the resident files of the first so many partitions only (a server
-    reads the shared one first, a tenant's when it is asked).
+    query). ``partitions``: the resident files of these partition keys only (a server reads
+    the shared one first, a tenant's when it is asked).
 
     ``where`` names the package in errors ("version v1 in .kr-state"). A missing file raises
     ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
@@ -73,23 +73,21 @@ async def fetch_package_files(
     manifest_blob = await fetch_artifact(get, where, MANIFEST_NAME)
     manifest = Manifest.from_bytes(manifest_blob)
     files = {MANIFEST_NAME: manifest_blob}
-    names = manifest.names_to_read(with_vectors=with_vectors)
-    if partitions is not None:
-        keys = {entry.key for entry in manifest.partitions[:partitions]}
-        names = [name for name in names if partition_of(name)[0] in keys]
-    await _fetch_all(get, where, names, files)
+    names = manifest.names_to_read(with_vectors=with_vectors, partitions=partitions)
+    files.update(await fetch_files(get, where, names))
     if with_lazy:
         resident = {n: manifest.verify(n, b) for n, b in files.items() if n != MANIFEST_NAME}
-        await _fetch_all(get, where, list(lazy_files(manifest, resident)), files)
+        files.update(await fetch_files(get, where, list(lazy_files(manifest, resident))))
     return files
 
 
-async def _fetch_all(
-    get: ArtifactGetter, where: str, names: Sequence[str], into: dict[str, bytes]
-) -> None:
+async def fetch_files(get: ArtifactGetter, where: str, names: Sequence[str]) -> dict[str, bytes]:
     """``names`` fetched concurrently, in batches of ``FETCH_BATCH`` (one round trip each):
-    one after the other, a version of twenty partitions cost twenty round trips to load."""
+    one after the other, a version of twenty partitions cost twenty round trips to load. A
+    missing one raises ``PackageFormatError``."""
+    files: dict[str, bytes] = {}
     for start in range(0, len(names), FETCH_BATCH):
         batch = names[start : start + FETCH_BATCH]
         blobs = await concurrently([fetch_artifact(get, where, name) for name in batch])
-        into.update(zip(batch, blobs, strict=True))
+        files.update(zip(batch, blobs, strict=True))
+    return files

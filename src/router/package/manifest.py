@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,13 +71,18 @@ class Manifest:
     def partition(self, key: str) -> PartitionEntry | None:
         return next((p for p in self.partitions if p.key == key), None)
 
-    def names_to_read(self, *, with_vectors: bool = True) -> list[str]:
+    def names_to_read(
+        self, *, with_vectors: bool = True, partitions: Collection[str] | None = None
+    ) -> list[str]:
         """The resident artifacts a reader fetches (without ``vectors.bin`` unless
-        ``with_vectors``); the lazily read files are listed by the partitions' directories
-        (``router.package.listing``), not here."""
-        return [
-            n for n in self.artifact_names if with_vectors or partition_of(n)[1] != VECTORS_NAME
-        ]
+        ``with_vectors``; of the ``partitions`` keys only, when given); the lazily read files
+        are listed by the partitions' directories (``router.package.listing``), not here."""
+        names = []
+        for name in self.artifact_names:
+            key, file = partition_of(name)
+            if (with_vectors or file != VECTORS_NAME) and (partitions is None or key in partitions):
+                names.append(name)
+        return names
 
     @classmethod
     def create(

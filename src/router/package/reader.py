@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,6 @@ from router.package.partitions import (
     PartitionEntry,
     partition_file,
     partition_key,
-    partition_of,
 )
 from router.package.records import (
     RECORDS_INDEX_NAME,
@@ -275,10 +274,10 @@ def load_package(
     ``budget`` bounds what the package's caches keep between queries.
     """
     manifest = Manifest.from_bytes(manifest_blob)
-    wanted = manifest.partitions if only is None else [manifest.partitions[i] for i in only]
+    indices = range(len(manifest.partitions)) if only is None else only
     blobs = {
         name: manifest.verify(name, fetch(name))
-        for name in _resident_files(manifest, wanted, with_vectors)
+        for name in _resident_files(manifest, indices, with_vectors)
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     budget = budget or ReaderBudget()
@@ -293,19 +292,20 @@ def load_package(
         read_rows,
     )
     loaded: list[Partition | None] = [None] * len(manifest.partitions)
-    for entry in wanted:
-        loaded[manifest.partitions.index(entry)] = _decode_partition(
-            manifest, entry, blobs, read_chunk, shared
-        )
+    for index in indices:
+        entry = manifest.partitions[index]
+        loaded[index] = _decode_partition(manifest, entry, blobs, read_chunk, shared)
 
-    async def fetch_later(indices: list[int]) -> tuple[list[Partition], int]:
+    async def fetch_later(later: list[int]) -> tuple[list[Partition], int]:
         assert fetch_partitions is not None
-        entries = [manifest.partitions[i] for i in indices]
-        names = _resident_files(manifest, entries, with_vectors)
+        names = _resident_files(manifest, later, with_vectors)
         fetched = await fetch_partitions(names)
-        later = {name: manifest.verify(name, fetched[name]) for name in names}
-        decoded = [_decode_partition(manifest, e, later, read_chunk, shared) for e in entries]
-        return decoded, sum(len(blob) for blob in later.values())
+        verified = {name: manifest.verify(name, fetched[name]) for name in names}
+        decoded = [
+            _decode_partition(manifest, manifest.partitions[i], verified, read_chunk, shared)
+            for i in later
+        ]
+        return decoded, sum(len(blob) for blob in verified.values())
 
     return KnowledgePackage(
         manifest=manifest,
@@ -316,16 +316,10 @@ def load_package(
     )
 
 
-def _resident_files(
-    manifest: Manifest, entries: Sequence[PartitionEntry], with_vectors: bool
-) -> list[str]:
-    """The resident files of some partitions (their bundles, and vectors if wanted)."""
-    keys = {entry.key for entry in entries}
-    return [
-        name
-        for name in manifest.names_to_read(with_vectors=with_vectors)
-        if partition_of(name)[0] in keys
-    ]
+def _resident_files(manifest: Manifest, indices: Iterable[int], with_vectors: bool) -> list[str]:
+    """The resident files of the partitions at ``indices`` (bundles, and vectors if wanted)."""
+    keys = {manifest.partitions[i].key for i in indices}
+    return manifest.names_to_read(with_vectors=with_vectors, partitions=keys)
 
 
 def _decode_partition(

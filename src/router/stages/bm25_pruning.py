@@ -248,11 +248,12 @@ def _windowed_top_k(
         window = _window(lists, low, low + width)
         if not window:
             continue
-        if fits:  # what is left to read fits; completing across windows may cost up to
-            # the budget once more, so a query that fits is never cut by its lookups
-            allowance = min(max(budget - read, total - passed + reserve), 2 * budget - read)
+        left = total - passed  # postings of this window and the ones after it
         passed += sum(entry[5] - entry[4] for entry in window)
-        if not fits:
+        if fits:  # what is left fits; completing across windows may cost up to the budget
+            # once more, so a query that fits is never cut by its lookups
+            allowance = min(max(budget - read, left + reserve), 2 * budget - read)
+        else:
             allowance = budget * passed // total - read
         floor = best[0] if len(best) == k else 0.0
         search = _Search(window, k, allowed, allowance, floor, whole, prepared)

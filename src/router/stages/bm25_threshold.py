@@ -215,10 +215,9 @@ class _Threshold:
         score, first = _complete(section, spans)
         if len(self.best) < self.k:
             heapq.heappush(self.best, score)
-        elif score >= self.best[0]:
-            if score > self.best[0]:
-                heapq.heapreplace(self.best, score)
-        else:
+        elif score > self.best[0]:
+            heapq.heapreplace(self.best, score)
+        elif score < self.best[0]:
             return
         self.scores[section] = (score, first)
 
