@@ -1,9 +1,14 @@
 """Cloudflare Python Worker entry point (thin): the router's HTTP app and its cache warming.
 
-Nothing heavy happens at import time: FastAPI, the router and the knowledge package are imported
-and created on the first request and kept for the isolate's life. Bindings (``KNOWLEDGE_KV``,
-``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``, ``KNOWLEDGE_VECTORS``, ``AI``) reach the service only
-through ``env`` (:mod:`router.adapters.cloudflare`).
+Everything a request needs is imported and built here, at module level: a Python Worker runs
+its top-level scope once when it is deployed and restores every new isolate from a snapshot of
+that memory, so what is done here costs a cold isolate nothing, while what a request creates
+lazily is paid again by every new isolate (docs/adr/0007). That is FastAPI, pydantic and the
+router, the app itself, and the default language's stemmer (its module is compiled on import).
+Nothing here reads a binding or the clock, or draws a random number (the snapshot would freeze
+them): bindings (``KNOWLEDGE_KV``, ``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``, ``KNOWLEDGE_VECTORS``,
+``AI``) reach the service only through ``env`` at request time (:mod:`router.adapters.cloudflare`),
+and the knowledge package is read from R2 on the first query.
 
 - ``fetch``: the FastAPI app through the Workers ASGI bridge; handlers find ``env`` in
   ``request.scope["env"]``.
@@ -13,47 +18,35 @@ through ``env`` (:mod:`router.adapters.cloudflare`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
-from workers import WorkerEntrypoint  # type: ignore[import-not-found]
+from workers import WorkerEntrypoint, wait_until  # type: ignore[import-not-found]
 
-_app: Any = None
-
-
-def _get_app() -> Any:
-    """The FastAPI app, created on the first request of the isolate."""
-    global _app
-    if _app is None:
-        from router.adapters.cloudflare import service_from_env
-        from router.api.app import create_app
-
-        _app = create_app(
-            lambda request: service_from_env(request.scope["env"]), defer=_after_response
-        )
-    return _app
+from router.adapters.cloudflare import service_from_env, warm_from_env
+from router.analysis.analyzer import AnalyzerConfig, snowball_stem_function
+from router.api.app import create_app
 
 
 def _after_response(work: Any) -> None:
     """KV cache copy and query-log batch after the response: ``ctx.waitUntil`` keeps the
     isolate alive for them (the ASGI bridge would await background tasks before answering)."""
-    import asyncio
-
-    from workers import wait_until
-
     wait_until(asyncio.ensure_future(work))
+
+
+app = create_app(lambda request: service_from_env(request.scope["env"]), defer=_after_response)
+snowball_stem_function(AnalyzerConfig().language)  # compiles the stemmer's module into the snapshot
 
 
 class Default(WorkerEntrypoint):  # type: ignore[misc]
     async def fetch(self, request: Any) -> Any:
         import asgi  # type: ignore[import-not-found]
 
-        return await asgi.fetch(_get_app(), request, self.env)
+        return await asgi.fetch(app, request, self.env)
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
         """Cron trigger: cache warming; the report goes to the Worker's logs."""
-        from router.adapters.cloudflare import warm_from_env
-
         scheduled_ms = getattr(controller, "scheduledTime", None)
         now = float(scheduled_ms) / 1000 if isinstance(scheduled_ms, int | float) else None
         report = await warm_from_env(env if env is not None else self.env, now=now)

@@ -984,6 +984,7 @@ def entry(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     workers = types.ModuleType("workers")
     workers.WorkerEntrypoint = WorkerEntrypoint  # type: ignore[attr-defined]
+    workers.wait_until = lambda awaitable: None  # type: ignore[attr-defined]
     asgi = types.ModuleType("asgi")
     asgi.fetch = asgi_fetch  # type: ignore[attr-defined]
     asgi.calls = calls  # type: ignore[attr-defined]
@@ -996,17 +997,18 @@ def entry(monkeypatch: pytest.MonkeyPatch) -> Any:
     return module
 
 
-def test_entry_imports_nothing_heavy_and_serves_through_the_asgi_bridge(
+def test_entry_builds_the_app_at_import_and_serves_through_the_asgi_bridge(
     entry: Any, env: Any
 ) -> None:
-    assert entry._app is None  # the app is created by the first request, not at import
+    """The app is built when the module is imported (deploy time: the snapshot every new
+    isolate is restored from), and every request of an isolate is served by that one app."""
+    assert "/v1/query" in {route.path for route in entry.app.routes}
     worker = entry.Default(env)
     assert run(worker.fetch("request-1")) == "response"
     assert run(worker.fetch("request-2")) == "response"
     calls = sys.modules["asgi"].calls  # type: ignore[attr-defined]
     (app1, request1, env1), (app2, _, _) = calls
-    assert app1 is app2 and request1 == "request-1" and env1 is env
-    assert "/v1/query" in {route.path for route in app1.routes}
+    assert app1 is app2 is entry.app and request1 == "request-1" and env1 is env
 
 
 def test_entry_scheduled_warms_the_cache_and_logs_a_report(
