@@ -104,3 +104,31 @@ def test_a_version_is_gathered_in_one_round_trip_and_a_missing_file_refuses_it(
 
     with pytest.raises(PackageFormatError, match="has no"):
         asyncio.run(fetch_package_files(without_one, "test", with_lazy=False))
+
+
+def test_a_cold_isolate_reads_the_manifest_and_the_shared_bundle_in_one_round_trip(
+    built: BuildResult,
+) -> None:
+    """The shared partition's bundle has a fixed name, so it is asked for with the manifest:
+    a cold query's load is one round trip, not two; a bundle the manifest does not list is
+    never returned, and a damaged one is still refused when it is decoded."""
+    files = built.package.files()
+    before_any_arrived: list[str] = []  # asked for before the first answer came back
+    arrived = 0
+
+    async def get(name: str) -> bytes | None:
+        nonlocal arrived
+        if not arrived:
+            before_any_arrived.append(name)
+        await asyncio.sleep(0)
+        arrived += 1
+        return files.get(name)
+
+    gathered = asyncio.run(
+        fetch_package_files(get, "test", with_lazy=False, with_vectors=False, partitions={"shared"})
+    )
+    manifest = Manifest.from_bytes(files["manifest.json"])
+    resident = manifest.names_to_read(with_vectors=False, partitions={"shared"})
+    assert set(gathered) == {"manifest.json", *resident}
+    assert sorted(before_any_arrived) == sorted(["manifest.json", *resident])  # one round trip
+    assert arrived == len(before_any_arrived)  # and nothing after it
