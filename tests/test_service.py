@@ -9,6 +9,7 @@ import pytest
 
 from router.contract import QueryRequest, QueryResponse
 from router.errors import ConfigError, PackageFormatError
+from router.package.budget import ReaderBudget
 from router.package.manifest import Manifest
 from router.package.partitions import SHARED_PARTITION, partition_key
 from router.package.reader import KnowledgePackage
@@ -91,3 +92,26 @@ def test_a_damaged_tenant_partition_refuses_that_tenant_only_and_is_not_read_aga
     assert sum(key.endswith(f"{alfa}.partition.bin") for key in blobs.reads) == 1
     beta = asyncio.run(served.query(QueryRequest(query=question, tenant=BETA), today=TODAY))
     assert beta.results[0].doc_id == "metalurgicaBeta.emergencyContacts"
+
+
+def test_an_isolate_holds_its_budget_of_tenant_partitions_and_reads_a_dropped_one_again(
+    service: KnowledgeService, package: KnowledgePackage
+) -> None:
+    """Past ``ReaderBudget.tenant_partitions`` the least recently asked tenant partition is
+    dropped (an isolate serving many tenants would otherwise hold them all); that tenant's next
+    question reads it again, and every answer is the whole package's."""
+    blobs = CorruptingBlobs(service.blobs)
+    served = KnowledgeService(kv=service.kv, blobs=blobs)
+    question = "qual o ramal da brigada em caso de emergência?"
+    alfa, beta = (f"{partition_key(t)}.partition.bin" for t in (ALFA, BETA))
+    loaded = asyncio.run(served.package())
+    loaded.budget = ReaderBudget(tenant_partitions=1)
+    for tenant in (ALFA, ALFA, BETA, ALFA):
+        response = asyncio.run(
+            served.query(QueryRequest(query=question, tenant=tenant), today=TODAY)
+        )
+        whole = run_query(package, QueryRequest(query=question, tenant=tenant), today=TODAY)
+        assert response.results == whole.results and response.answer == whole.answer
+        assert sum(p is not None for p in loaded.loaded[1:]) == 1  # one tenant partition held
+    reads = [key.rsplit("/", 1)[-1] for key in blobs.reads if key.endswith(".partition.bin")]
+    assert reads.count(alfa) == 2 and reads.count(beta) == 1  # alfa read again after beta

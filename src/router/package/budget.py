@@ -33,6 +33,7 @@ class ReaderBudget:
     word_chunks: int = 32  # decoded typo-word chunks
     stem_words: int = 2048  # words whose stems each view's analyzer remembers
     views: int = 8  # tenant views kept composed
+    tenant_partitions: int = 4  # tenant partitions held (read again on a later question)
 
     def __post_init__(self) -> None:
         for item in fields(self):

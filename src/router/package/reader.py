@@ -132,16 +132,21 @@ class KnowledgePackage(VersionFacts):
 
     A package loaded for serving may hold only some partitions (the shared one at least): the
     others are read on the first query that needs them (``ready``), so a cold isolate reads the
-    shared partition and its caller's, not every tenant's."""
+    shared partition and its caller's, not every tenant's. It holds at most
+    ``budget.tenant_partitions`` tenant partitions, dropping the least recently asked (read
+    again, one round trip, by that tenant's next question): an isolate serving a thousand
+    tenants must not end up holding all of them."""
 
     manifest: Manifest
-    loaded: list[Partition | None]  # shared first, then tenants by key; None: not read yet
-    byte_size: int = 0
+    loaded: list[Partition | None]  # shared first, then tenants by key; None: not read (now)
+    byte_size: int = 0  # bytes read into this package so far (grows with every partition read)
     budget: ReaderBudget = field(default_factory=ReaderBudget)
     # reads partitions not held yet: (the partitions, their bytes)
     fetch_later: Callable[[list[int]], Awaitable[tuple[list[Partition], int]]] | None = None
     _views: OrderedDict[str | None, PackageView] = field(default_factory=OrderedDict, repr=False)
     _refused: dict[int, PackageFormatError] = field(default_factory=dict, repr=False)
+    # tenant partitions read by ``ready`` (not at load), least recently asked first
+    _tenants: OrderedDict[int, None] = field(default_factory=OrderedDict, repr=False)
 
     @property
     def partitions(self) -> list[Partition]:
@@ -162,8 +167,10 @@ class KnowledgePackage(VersionFacts):
         round trip). A damaged or missing one raises ``PackageFormatError``, then and on every
         later call without reading it again (a stored object does not heal; a new version is
         a new package); a failed read (a store fault) is tried again next time."""
-        missing = [i for i in self._view_indices(tenant)[1] if self.loaded[i] is None]
+        chosen = self._view_indices(tenant)[1]
+        missing = [i for i in chosen if self.loaded[i] is None]
         if not missing:
+            self._asked(chosen)
             return
         refused = next((self._refused[i] for i in missing if i in self._refused), None)
         if refused is not None:
@@ -178,6 +185,20 @@ class KnowledgePackage(VersionFacts):
         for index, partition in zip(missing, partitions, strict=True):
             self.loaded[index] = partition
         self.byte_size += size
+        self._asked(chosen)
+
+    def _asked(self, chosen: list[int]) -> None:
+        """Mark the lazily read tenant partitions of a view as just asked for, and drop the
+        least recently asked ones past the budget (with their composed views)."""
+        for index in chosen:
+            if index and self.fetch_later is not None:  # read lazily: can be read again
+                self._tenants[index] = None
+                self._tenants.move_to_end(index)
+        while len(self._tenants) > max(1, self.budget.tenant_partitions):
+            index = next(iter(self._tenants))
+            del self._tenants[index]
+            self.loaded[index] = None
+            self._views.pop(self.manifest.partitions[index].key, None)
 
     def view(self, tenant: str | None) -> PackageView:
         """What ``tenant`` sees: the shared partition and its own (only the shared one for an
