@@ -60,19 +60,25 @@ def test_narrow_and_wide_day_columns_filter_like_the_documents(span_years: int) 
         return dt.date.fromordinal(start + offset).isoformat()
 
     docs = []
-    for index in range(60):
+    for index in range(300):
         low, high = sorted(rng.randrange(span) for _ in range(2))
-        bounds = {"valid_from": day(low)} if rng.random() < 0.7 else {}
+        bounds: dict[str, object] = {"valid_from": day(low)} if rng.random() < 0.7 else {}
         if rng.random() < 0.7:
             bounds["valid_until"] = day(high)
+        if rng.random() < 0.1:
+            bounds["status"] = "deprecated"
         docs.append(_doc(index, **bounds, scope={"page": f"p{index % 7}"}))
     columns = decode_columns(encode_columns(docs))
     asked = [day(rng.randrange(-400, span + 400)) for _ in range(120)] + [day(-9000), day(span * 2)]
+    asked += [d.valid_from or day(0) for d in docs[:40]] + [
+        d.valid_until or day(0) for d in docs[:40]
+    ]
     for when in asked:
-        rule = Visibility(None, when)
-        admitted = list(columns.visible(dt.date.fromisoformat(when).toordinal(), False))
-        assert admitted == [rule.admits(d) for d in docs], when
-    assert columns.in_scope("p3", None) == [i for i in range(60) if i % 7 == 3]
+        for deprecated in (False, True):
+            rule = Visibility(None, when, deprecated)
+            admitted = list(columns.visible(dt.date.fromisoformat(when).toordinal(), deprecated))
+            assert admitted == [rule.admits(d) for d in docs], when
+    assert columns.in_scope("p3", None) == [i for i in range(300) if i % 7 == 3]
 
 
 def test_a_malformed_docs_file_is_refused() -> None:

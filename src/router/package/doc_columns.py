@@ -39,10 +39,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import struct
-from collections.abc import Iterator, Sequence
+import sys
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
-from itertools import pairwise
+from functools import cache, cached_property
+from itertools import islice
+from operator import le
+from typing import cast
 
 from router.analysis.text import fold
 from router.errors import PackageFormatError
@@ -153,13 +157,58 @@ class DocColumns:
         tab_id = self._string_ids.get(tab)
         return [d for d in found if self.tab_ids[d] == tab_id]
 
-    def visible(self, day: int, include_deprecated: bool) -> Iterator[bool]:
-        """Whether each document may be shown on ``day`` (an ordinal; bounds inclusive)."""
+    def visible(self, day: int, include_deprecated: bool) -> bytes:
+        """One byte per document, 1 when it may be shown on ``day`` (an ordinal; bounds
+        inclusive).
+
+        Why no loop over the documents: at a million sections that loop was 100 ms of a cold
+        Worker's first query, and again for every new day asked. The day columns are split into
+        byte planes (most significant first); ``bytes.translate`` compares a plane with the
+        day's byte, and the per-document flags (one byte each, 0 or 1) are combined as the
+        bits of big integers, so the work runs in C."""
         day = min(max(day - self.day_base, 0), self.open_until - 1)
-        for start, end, deprecated in zip(
-            self.valid_from, self.valid_until, self.deprecated, strict=True
-        ):
-            yield start <= day <= end and (include_deprecated or not deprecated)
+        count = self.documents
+        every = int.from_bytes(b"\x01" * count, "little")
+        starts_after, _ = _compare(self.valid_from, day, every)
+        ends_after, ends_on = _compare(self.valid_until, day, every)
+        shown = (ends_after | ends_on) & ~starts_after
+        if not include_deprecated:
+            shown &= ~int.from_bytes(_column_bytes(self.deprecated).translate(_NONZERO), "little")
+        return shown.to_bytes(count, "little")
+
+
+_NONZERO = bytes([0] + [1] * 255)  # translate table: any nonzero byte → 1
+
+
+@cache
+def _byte_test(digit: int) -> tuple[bytes, bytes]:
+    """Translate tables for one byte value: (1 where a byte is greater, 1 where equal)."""
+    return bytes(int(b > digit) for b in range(256)), bytes(int(b == digit) for b in range(256))
+
+
+def _column_bytes(column: Sequence[int]) -> bytes:
+    """A column's little-endian bytes (its memoryview's own, or a swapped copy's)."""
+    if isinstance(column, memoryview):
+        return column.tobytes()
+    copy = array(cast(array, column).typecode, column)
+    if sys.byteorder != "little":
+        copy.byteswap()
+    return copy.tobytes()
+
+
+def _compare(column: Sequence[int], value: int, every: int) -> tuple[int, int]:
+    """Per document, whether its value is greater than ``value`` and whether it is equal, as
+    the low bits of the bytes of two integers (see ``DocColumns.visible``)."""
+    raw = _column_bytes(column)
+    width = len(raw) // max(1, len(column))
+    greater, equal = 0, every
+    for plane, digit in zip(
+        (raw[k::width] for k in reversed(range(width))), value.to_bytes(width, "big"), strict=True
+    ):
+        above, same = _byte_test(digit)
+        greater |= equal & int.from_bytes(plane.translate(above), "little")
+        equal &= int.from_bytes(plane.translate(same), "little")
+    return greater, equal
 
 
 def decode_columns(blob: bytes) -> DocColumns:
@@ -191,7 +240,7 @@ def decode_columns(blob: bytes) -> DocColumns:
         or strings[0] != ""
         or not all(isinstance(s, str) for s in strings)
         or first[0] != 0
-        or any(a > b for a, b in pairwise(first))
+        or not all(map(le, first, islice(first, 1, None)))  # C-level: 40 ms → few at 1M
         or any(max(c, default=0) >= len(strings) for c in (columns[2], columns[4], columns[5]))
     ):
         raise PackageFormatError(f"{DOCS_NAME} has inconsistent columns")

@@ -112,7 +112,7 @@ def _build_masks(columns: DocColumns, visibility: Visibility) -> VisibleMasks:
     """The partition's masks for one visibility. The section mask starts all visible and
     clears the hidden documents' ranges in place: only the result is allocated (at 1M
     sections, joining one piece per document cost 20 MB at once, and a wasm heap keeps it)."""
-    shown = bytes(columns.visible(visibility.day_number, visibility.include_deprecated))
+    shown = columns.visible(visibility.day_number, visibility.include_deprecated)
     hidden = shown.find(0)
     if hidden < 0:
         return VisibleMasks(Mask(shown), None)
