@@ -13,7 +13,8 @@ from router.errors import RouterError
 from router.package.shard_store import ShardReads
 from router.package.text_store import TextReads
 from router.stages.bm25 import bm25_method, query_lists
-from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
+from router.stages.bm25_numpy import PostingArrays, served_top_k
+from router.stages.bm25_pruning import ScoreBounds
 from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.keyword import keyword_matches
 from router.stages.terms import read_terms
@@ -59,12 +60,14 @@ async def lexical_search(
     weights = state.block_weights
     query = query_lists(package, scored, weights, bm25_method(package))
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
-    ranking = weighted_top_k(
+    arrays: PostingArrays = package.shared_memo("bm25_arrays", PostingArrays)
+    ranking = served_top_k(  # numpy in CPython, the pure scorer in the Worker: the same ranking
         query,
         config.bm25_candidates,
         allowed,
         bounds=bounds,
         max_postings=config.budget.max_postings,
+        arrays=arrays,
     )
     ranked = ranking.ranked
     confidence = lexical_confidence(package, scored, ranked, weights, config)
