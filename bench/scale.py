@@ -387,15 +387,18 @@ def bm25_top(trace: dict[str, Any]) -> list[str]:
 async def budget_loss(
     state: Path, requests: list[QueryRequest], max_postings: int | None = None
 ) -> dict[str, Any]:
-    """What the postings budget (the default, or ``max_postings``) cost: the queries it cut
-    short, and for them the overlap of the BM25 top 10 with the same query scored without a
-    budget (exact), and how often the first section is the same."""
+    """What the postings budgets (the defaults, or ``max_postings``) cost: the queries they
+    cut short (in scoring, or by leaving a common term's list unfetched), and for them the
+    overlap of the BM25 top 10 with the same query scored without a budget (exact), and how
+    often the first section is the same."""
     budgeted = local_service(state, cache=False)
     if max_postings is not None:
         cut_budget = replace(budgeted.config.budget, max_postings=max_postings)
         budgeted.config = replace(budgeted.config, budget=cut_budget)
     exact = local_service(state, cache=False)
-    limits = replace(exact.config.budget, max_postings=10**12, max_latency_ms=10**9)
+    limits = replace(
+        exact.config.budget, max_postings=10**12, max_fetched_postings=10**12, max_latency_ms=10**9
+    )
     exact.config = replace(exact.config, budget=limits)
     overlaps, same_first, cut = [], 0, 0
     for request in requests:

@@ -97,6 +97,10 @@ DEFAULT_MAX_POSTINGS = 250_000
 """Postings one query may read (accumulated, or looked up to complete a candidate) before the
 scorer stops and marks its ranking truncated: ~15 ms at ~55 ns a posting in CPython, about twice
 that in Pyodide, and its partial scores' memory (≈ 50 bytes a section in a wasm heap)."""
+DEFAULT_MAX_FETCHED_POSTINGS = 600_000
+"""Postings of the lists one query may fetch (≈ 6 bytes each, 4.5 MB with the heads): its rarest
+terms first, the commonest left out past it (``router.stages.fetch_budget``); the 1M Worker's
+heap stayed at 75 MiB for every query under 6 MiB of shards and grew to 108 MiB on those above."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,12 @@ class RetrievalBudget:
     max_vector_results: int = DEFAULT_VECTOR_TOP_K
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
     max_postings: int = DEFAULT_MAX_POSTINGS
+    max_fetched_postings: int = DEFAULT_MAX_FETCHED_POSTINGS
 
     def __post_init__(self) -> None:
         owner = "RetrievalBudget"
         check_count(owner, "max_postings", self.max_postings)
+        check_count(owner, "max_fetched_postings", self.max_fetched_postings)
         check_count(owner, "max_documents", self.max_documents)
         check_count(owner, "max_graph_nodes", self.max_graph_nodes, 0)
         check_count(owner, "max_vector_results", self.max_vector_results)

@@ -16,6 +16,7 @@ from router.stages.bm25 import bm25_method, query_lists
 from router.stages.bm25_numpy import PostingArrays, served_top_k
 from router.stages.bm25_pruning import ScoreBounds
 from router.stages.confidence import LexicalConfidence, lexical_confidence
+from router.stages.fetch_budget import within_fetch_budget
 from router.stages.keyword import keyword_matches
 from router.stages.terms import read_terms
 from router.trace import TRACE_TOP_N, SectionRef
@@ -51,7 +52,8 @@ async def lexical_search(
     if prefetched is not None:
         term_reads = prefetched.then(term_reads)
     package, config, allowed = state.package, state.config, state.allowed
-    reads, scored = await _load_postings(state, terms)
+    fetched, left_out = within_fetch_budget(package, terms, config.budget.max_fetched_postings)
+    reads, scored = await _load_postings(state, fetched)
     keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
@@ -76,8 +78,10 @@ async def lexical_search(
         "fields": sorted(weights),
         "candidates": [[SectionRef(s), round(v, 4)] for s, v in ranked[:TRACE_TOP_N]],
     }
-    if ranking.truncated:  # the postings budget cut the scoring short
+    if ranking.truncated or left_out:  # a budget cut the scoring (or the fetching) short
         details["truncated"] = True
+    if left_out:
+        details["terms_left_out"] = left_out
     if state.unreadable:  # some index reads failed: scored on what could be read
         details["error"] = state.unreadable[-1]
     if reads.round_trips or term_reads.round_trips:
