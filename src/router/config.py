@@ -97,10 +97,11 @@ DEFAULT_MAX_POSTINGS = 250_000
 """Postings one query may read (accumulated, or looked up to complete a candidate) before the
 scorer stops and marks its ranking truncated: ~15 ms at ~55 ns a posting in CPython, about twice
 that in Pyodide, and its partial scores' memory (≈ 50 bytes a section in a wasm heap)."""
-DEFAULT_MAX_FETCHED_POSTINGS = 600_000
-"""Postings of the lists one query may fetch (≈ 6 bytes each, 4.5 MB with the heads): its rarest
-terms first, the commonest left out past it (``router.stages.fetch_budget``); the 1M Worker's
-heap stayed at 75 MiB for every query under 6 MiB of shards and grew to 108 MiB on those above."""
+DEFAULT_MAX_FETCHED_POSTINGS = 2_000_000
+"""Postings of the lists one query may fetch (≈ 6 bytes each, 12–15 MB with the heads, what the
+Worker's shard arena holds at most): its rarest terms first, the commonest left out past it
+(``router.stages.fetch_budget``). A bound on one request's cost, never reached by the 1M
+benchmark's queries (the largest read 11.9 MB)."""
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,17 @@ protocol, so the core never knows which one it talks to.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "ACTIVE_VERSION_KEY",
     "PREVIOUS_VERSION_KEY",
+    "Allocate",
+    "Blob",
     "BlobStore",
+    "BlobStoreInto",
     "Clock",
     "Embedder",
     "EmbeddingKind",
@@ -47,6 +50,24 @@ class BlobStore(Protocol):
     async def get(self, key: str) -> bytes | None: ...
 
     async def put(self, key: str, data: bytes) -> None: ...
+
+
+Blob = bytes | memoryview
+"""An artifact's bytes: ``bytes``, or a slice of a buffer the reader gave (the shard arena)."""
+
+Allocate = Callable[[int], memoryview | None]
+"""``allocate(size)``: a writable buffer of ``size`` bytes to copy an object into, or None."""
+
+
+@runtime_checkable
+class BlobStoreInto(Protocol):
+    """A blob store that can copy an object into a buffer the caller gives (R2 in the Worker:
+    from the JS ``ArrayBuffer`` straight into the shard arena, no ``bytes`` in between)."""
+
+    async def get_into(self, key: str, allocate: Allocate) -> Blob | None:
+        """The object (None when absent): in ``allocate(its size)`` when that gives a buffer,
+        else as ``bytes``."""
+        ...
 
 
 class Clock(Protocol):

@@ -27,10 +27,14 @@ from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fe
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.partitions import SHARED_PARTITION
 from router.package.reader import KnowledgePackage, load_package
+from router.package.shard_store import ChunkIntoFetcher
 from router.pipeline import CascadeServices, cached_before_loading, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
+    Allocate,
+    Blob,
     BlobStore,
+    BlobStoreInto,
     Embedder,
     Generator,
     KeyValueStore,
@@ -71,6 +75,21 @@ def package_getter(blobs: BlobStore, version: str) -> ArtifactGetter:
         return await blobs.get(package_key(version, name))
 
     return get
+
+
+def _into_getter(blobs: BlobStore, version: str, where: str) -> ChunkIntoFetcher | None:
+    """Reads one file of ``version`` into a buffer the reader gives (``BlobStoreInto``: R2 in
+    the Worker), or None when the store cannot."""
+    if not isinstance(blobs, BlobStoreInto):
+        return None
+
+    async def get_into(name: str, allocate: Allocate) -> Blob:
+        found = await blobs.get_into(package_key(version, name), allocate)
+        if found is None:
+            raise PackageFormatError(f"{where} has no {name} (partial upload?)")
+        return found
+
+    return get_into
 
 
 @dataclass
@@ -208,6 +227,7 @@ class KnowledgeService:
             read_rows=read_rows if rows is not None else None,
             only=None if self.needs_vectors else [0],
             fetch_partitions=lambda names: fetch_files(get, where, names),
+            fetch_chunk_into=_into_getter(self.blobs, version, where),
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")

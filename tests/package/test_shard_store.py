@@ -29,18 +29,29 @@ def test_a_querys_shards_stay_held_and_the_last_querys_excess_goes_before_the_ne
     fetched: list[int] = []
     cache = ShardCache(budget_bytes=1)  # smaller than any shard
     store = _store(cache, fetched)
-    run_sync(load_shards([(store, [0, 1, 2])]))
+    first = run_sync(load_shards([(store, [0, 1, 2])]))
     held = cache.cached_bytes
     assert held > 0 and all(store.postings(t, "bm25f") for t in (0, 1, 2))  # none dropped
     run_sync(load_shards([(store, [3, 4])]))
     assert fetched[:3] == [0, 0, 0] and fetched[3:] == [0, 0]  # the excess went before fetching
-    assert store.missing([0, 1, 2]) == [0, 1, 2] and store.missing([3, 4]) == []
+    assert _cached(store) == [3, 4]
+    # the first query still reads its own shards, and gets the same lists as before
+    again = [store.postings(t, "bm25f", first.shards) for t in (0, 1, 2)]
+    assert [list(p.section_ids[p.indptr[t] : p.indptr[t + 1]]) for p, t in again] == [
+        list(range(30))
+    ] * 3
+
+
+def _cached(store: PartitionShards) -> list[int]:
+    return [s for s in range(TERMS) if store.cache.get(store.file(s)) is not None]
 
 
 def test_within_the_budget_earlier_shards_are_kept_for_later_queries() -> None:
     fetched: list[int] = []
     store = _store(ShardCache(budget_bytes=10**6), fetched)
     run_sync(load_shards([(store, [0, 1])]))
-    run_sync(load_shards([(store, [1, 2])]))
+    second = run_sync(load_shards([(store, [1, 2])]))
     assert len(fetched) == 3  # shard 1 was not fetched again
-    assert store.missing([0, 1, 2]) == []
+    assert _cached(store) == [0, 1, 2] and sorted(second.shards) == sorted(
+        [store.file(1), store.file(2)]
+    )

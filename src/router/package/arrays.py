@@ -37,7 +37,9 @@ def little_endian_view(view: memoryview, typecode: str) -> Sequence[Any]:
     return swapped
 
 
-def header_fields(blob: bytes, header: Struct, magic: bytes, what: str) -> tuple[Any, ...]:
+def header_fields(
+    blob: bytes | memoryview, header: Struct, magic: bytes, what: str
+) -> tuple[Any, ...]:
     """The numbers after a binary artifact's magic; a short blob or another magic refuses it."""
     if len(blob) < header.size:
         raise PackageFormatError(f"{what} is truncated")

@@ -34,6 +34,8 @@ class ReaderBudget:
     stem_words: int = 2048  # words whose stems each view's analyzer remembers
     views: int = 8  # tenant views kept composed
     tenant_partitions: int = 4  # tenant partitions held (read again on a later question)
+    arena_bytes: int = 16 * MIB  # the shard arena's largest size (router.package.arena)
+    arena_min_shard_bytes: int = 256 * 1024  # a shard this large is read into the arena
 
     def __post_init__(self) -> None:
         for item in fields(self):

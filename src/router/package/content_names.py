@@ -13,8 +13,11 @@ in the next version, which is what a delta publish uploads nothing for.
 from __future__ import annotations
 
 import hashlib
+from typing import TypeVar
 
 from router.errors import IntegrityError, PackageFormatError
+
+BlobT = TypeVar("BlobT", bytes, memoryview)
 
 __all__ = [
     "CONTENT_HASH_DIGITS",
@@ -38,7 +41,7 @@ def content_name(stem: str, blob: bytes) -> str:
     return f"{stem}-{digest_of(blob)}{_SUFFIX}"
 
 
-def digest_of(blob: bytes) -> str:
+def digest_of(blob: bytes | memoryview) -> str:
     return hashlib.sha256(blob).hexdigest()[:CONTENT_HASH_DIGITS]
 
 
@@ -58,7 +61,7 @@ def is_lazy(name: str) -> bool:
     return _digest_in(name) is not None
 
 
-def verify_named(name: str, blob: bytes) -> bytes:
+def verify_named(name: str, blob: BlobT) -> BlobT:
     """``blob`` if its content matches the digest in its name, else ``IntegrityError``."""
     digest = _digest_in(name)
     if digest is None or digest_of(blob) != digest:

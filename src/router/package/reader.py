@@ -15,6 +15,7 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.arena import ShardArena
 from router.package.budget import ReaderBudget
 from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.content_names import verify_named
@@ -46,7 +47,7 @@ from router.package.records import (
     RecordCache,
     RowReader,
 )
-from router.package.shard_store import PartitionShards, ShardCache
+from router.package.shard_store import ChunkIntoFetcher, PartitionShards, ShardCache
 from router.package.shards import decode_directory
 from router.package.string_map import StringMap, decode_string_map
 from router.package.text_store import (
@@ -69,6 +70,7 @@ from router.package.word_chunks import (
     WordTables,
     decode_word_directory,
 )
+from router.ports import Allocate, Blob
 
 __all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "Partition", "load_package"]
 
@@ -267,6 +269,7 @@ class _Shared:
     graph: GraphTables
     words: WordTables
     rows: RowReader | None
+    shards_into: ChunkIntoFetcher | None  # reads a large shard into the arena
 
 
 def load_package(
@@ -279,6 +282,7 @@ def load_package(
     read_rows: RowReader | None = None,
     only: Sequence[int] | None = None,
     fetch_partitions: PartitionFetcher | None = None,
+    fetch_chunk_into: ChunkIntoFetcher | None = None,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
@@ -292,7 +296,9 @@ def load_package(
     and the shards of its terms, with ``fetch_chunk`` (async; e.g. an R2 read) or else with
     ``fetch``, verified on arrival. ``read_rows`` (D1's ``knowledge_records``) serves the
     document records a response needs in one query; rows it lacks come from the chunks.
-    ``budget`` bounds what the package's caches keep between queries.
+    ``budget`` bounds what the package's caches keep between queries. ``fetch_chunk_into``
+    (R2 in the Worker) copies a large posting shard into the package's shard arena
+    (``router.package.arena``) instead of returning new ``bytes``.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     indices = range(len(manifest.partitions)) if only is None else only
@@ -302,8 +308,9 @@ def load_package(
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     budget = budget or ReaderBudget()
+    arena = ShardArena(budget.arena_bytes, budget.arena_min_shard_bytes)
     shared = _Shared(
-        ShardCache(budget.shard_bytes),
+        ShardCache(budget.shard_bytes, arena),
         ChunkCache(budget.chunk_bytes),
         RecordCache(budget.records),
         ExactTables(budget.exact_tables),
@@ -311,6 +318,7 @@ def load_package(
         GraphTables(budget.graph_chunks),
         WordTables(budget.word_chunks),
         read_rows,
+        _chunk_into_reader(fetch_chunk_into),
     )
     loaded: list[Partition | None] = [None] * len(manifest.partitions)
     for index in indices:
@@ -403,7 +411,9 @@ def _decode_partition(
             record_index, read_own_chunk, entry.key, shared.chunks, shared.records, shared.rows
         ),
         vocabulary=PartitionVocabulary(entry.key, terms, read_chunk, shared.vocabulary),
-        postings=PartitionShards(entry.key, directory, read_chunk, shared.shards),
+        postings=PartitionShards(
+            entry.key, directory, read_chunk, shared.shards, shared.shards_into
+        ),
         exact=PartitionExact(entry.key, exact_directory, read_chunk, shared.exact),
         graph=PartitionGraph(
             entry.key,
@@ -417,6 +427,20 @@ def _decode_partition(
         synonyms=synonyms,
         vectors=vectors,
     )
+
+
+def _chunk_into_reader(fetch_into: ChunkIntoFetcher | None) -> ChunkIntoFetcher | None:
+    """``fetch_into``, each file checked against the content digest in its name."""
+    if fetch_into is None:
+        return None
+
+    async def read(name: str, allocate: Allocate) -> Blob:
+        blob = await fetch_into(name, allocate)
+        if isinstance(blob, memoryview):
+            return verify_named(name, blob)
+        return verify_named(name, blob)
+
+    return read
 
 
 def _chunk_reader(

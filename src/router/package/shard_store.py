@@ -10,17 +10,21 @@ The core stays sans-I/O: ``fetch(name)`` is given by whoever loaded the package.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, field
 
+from router.package.arena import ArenaLease, ShardArena
 from router.package.budget import ReaderBudget
 from router.package.partitions import partition_file
 from router.package.postings import Postings
 from router.package.shards import ShardDirectory, decode_shard
 from router.package.text_store import ChunkFetcher
+from router.ports import Allocate, Blob
 from router.sync import concurrently
 
 __all__ = [
+    "ChunkIntoFetcher",
+    "Loaded",
     "PartitionShards",
     "ShardCache",
     "ShardReads",
@@ -28,22 +32,39 @@ __all__ = [
 ]
 
 
+ChunkIntoFetcher = Callable[[str, Allocate], Awaitable[Blob]]
+"""``fetch_into(name, allocate)``: a lazily read file, verified, copied into ``allocate(size)``
+when that gives a buffer (the arena), else returned as ``bytes``."""
+
+
+Loaded = dict[str, dict[str, Postings]]
+"""One query's shards: file name → decoded blocks. The query scores from these references, so
+another query of the isolate trimming the cache (or ending its arena lease) meanwhile cannot take
+a shard away from it."""
+
+
 @dataclass(frozen=True)
 class ShardReads:
-    """What loading a query's posting lists cost: shards fetched, their bytes, round trips."""
+    """What loading a query's posting lists cost (shards fetched, their bytes, round trips), and
+    the shards it loaded."""
 
     shards_fetched: int = 0
     bytes_fetched: int = 0
     round_trips: int = 0
+    shards: Loaded = field(default_factory=dict, compare=False, repr=False)
 
 
 class ShardCache:
-    """Decoded shards of one package (every partition), least recently used dropped first."""
+    """Decoded shards of one package (every partition), least recently used dropped first; and
+    the package's shard arena, where a query's large shards live until its lease ends."""
 
-    def __init__(self, budget_bytes: int = ReaderBudget.shard_bytes) -> None:
+    def __init__(
+        self, budget_bytes: int = ReaderBudget.shard_bytes, arena: ShardArena | None = None
+    ) -> None:
         self._budget = budget_bytes
         self._held: OrderedDict[str, tuple[dict[str, Postings], int]] = OrderedDict()
         self._bytes = 0
+        self.arena = arena or ShardArena(0, 0)
 
     @property
     def cached_bytes(self) -> int:
@@ -63,6 +84,10 @@ class ShardCache:
         self._bytes += size
         self.trim(keep)
 
+    def end_lease(self, lease: ArenaLease) -> None:
+        """Give the arena back: the lease's shards (held by its query only) are dead bytes now."""
+        self.arena.release(lease)
+
     def trim(self, keep: Collection[str]) -> None:
         """Drop the oldest shards not in ``keep`` until the budget holds. Called before a
         query's fetch too: the last query's shards may exceed the budget (they were all in its
@@ -78,46 +103,71 @@ class PartitionShards:
     """One partition's postings: the resident directory and its shards, read through a cache."""
 
     def __init__(
-        self, key: str, directory: ShardDirectory, fetch: ChunkFetcher, cache: ShardCache
+        self,
+        key: str,
+        directory: ShardDirectory,
+        fetch: ChunkFetcher,
+        cache: ShardCache,
+        fetch_into: ChunkIntoFetcher | None = None,
     ) -> None:
         self.key = key
         self.directory = directory
         self._fetch = fetch
+        self._fetch_into = fetch_into
         self.cache = cache
 
     def file(self, shard: int) -> str:
         return partition_file(self.key, self.directory.file_name(shard))
 
-    def postings(self, term: int, block: str) -> tuple[Postings, int]:
+    def postings(self, term: int, block: str, loaded: Loaded | None = None) -> tuple[Postings, int]:
         """(block of the shard holding ``term``, the term's id in it); the shard must have been
-        loaded for this query (``load``)."""
+        loaded for this query (``load_shards``, whose ``loaded`` map is looked in first)."""
         shard = self.directory.shard_of(term)
-        held = self.cache.get(self.file(shard))
+        name = self.file(shard)
+        held = loaded.get(name) if loaded is not None else None
+        if held is None:
+            held = self.cache.get(name)
         if held is None:
             raise RuntimeError(f"shard {shard} of partition {self.key} was not loaded")
         return held[block], term - self.directory.first[shard]
 
-    def missing(self, terms: Iterable[int]) -> list[int]:
-        """Shards holding ``terms`` that the cache does not hold (refreshed when it does)."""
-        shards = sorted({self.directory.shard_of(t) for t in terms})
-        return [s for s in shards if self.cache.get(self.file(s)) is None]
-
-    async def fetch_shard(self, shard: int) -> tuple[int, bytes]:
+    async def fetch_shard(self, shard: int, lease: ArenaLease | None) -> tuple[int, Blob]:
+        """A shard's verified bytes: into the lease's arena when the store can copy there and
+        the shard is large, else as ``bytes``."""
+        if lease is not None and self._fetch_into is not None:
+            return shard, await self._fetch_into(self.file(shard), lease.allocate)
         return shard, await self._fetch(self.file(shard))
 
-    def remember(self, shard: int, blob: bytes, keep: Collection[str]) -> None:
+    def remember(
+        self, shard: int, blob: Blob, keep: Collection[str], lease: ArenaLease | None
+    ) -> dict[str, Postings]:
+        """Decode a fetched shard; cache it unless it lives in the arena (its query's only)."""
         decoded = decode_shard(blob, self.directory, shard, self.key)
-        self.cache.put(self.file(shard), decoded, len(blob), keep)
+        if lease is None or not lease.holds(blob):
+            self.cache.put(self.file(shard), decoded, len(blob), keep)
+        return decoded
 
 
-async def load_shards(wanted: list[tuple[PartitionShards, list[int]]]) -> ShardReads:
-    """Fetch the given terms' missing shards of several partitions at once, and hold them."""
-    jobs = [(store, shard) for store, terms in wanted for shard in store.missing(terms)]
+async def load_shards(
+    wanted: list[tuple[PartitionShards, list[int]]], lease: ArenaLease | None = None
+) -> ShardReads:
+    """Fetch the given terms' missing shards of several partitions at once (the large ones into
+    ``lease``'s arena, readable until the lease ends; the others cached), and return them with
+    the cached ones as the query's ``Loaded`` shards."""
+    loaded: Loaded = {}
+    jobs = []
+    for store, terms in wanted:
+        for shard in sorted({store.directory.shard_of(t) for t in terms}):
+            held = store.cache.get(store.file(shard))
+            if held is None:
+                jobs.append((store, shard))
+            else:
+                loaded[store.file(shard)] = held
     if not jobs:
-        return ShardReads()
+        return ShardReads(shards=loaded)
     keep = {store.file(store.directory.shard_of(t)) for store, terms in wanted for t in terms}
     jobs[0][0].cache.trim(keep)  # one cache per package: every partition's store shares it
-    blobs = await concurrently([store.fetch_shard(shard) for store, shard in jobs])
+    blobs = await concurrently([store.fetch_shard(shard, lease) for store, shard in jobs])
     for (store, _), (shard, blob) in zip(jobs, blobs, strict=True):
-        store.remember(shard, blob, keep)
-    return ShardReads(len(jobs), sum(len(blob) for _, blob in blobs), 1)
+        loaded[store.file(shard)] = store.remember(shard, blob, keep, lease)
+    return ShardReads(len(jobs), sum(len(blob) for _, blob in blobs), 1, loaded)

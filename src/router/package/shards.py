@@ -230,7 +230,7 @@ def decode_directory(blob: bytes) -> ShardDirectory:
 
 
 def decode_shard(
-    blob: bytes, directory: ShardDirectory, shard: int, key: str
+    blob: bytes | memoryview, directory: ShardDirectory, shard: int, key: str
 ) -> dict[str, Postings]:
     """A shard's blocks, checked against the directory; each carries its terms' maxima, its
     heads, and a stable ``key`` for the scorer's memos."""

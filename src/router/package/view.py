@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
 from router.knowledge.model import Document, Section
+from router.package.arena import ArenaLease
 from router.package.budget import ReaderBudget
 from router.package.joined import Indexed, Joined, Offset
 from router.package.manifest import Manifest
 from router.package.postings import Postings
-from router.package.shard_store import ShardReads, load_shards
+from router.package.shard_store import Loaded, ShardReads, load_shards
 from router.package.string_map import FirstOf
 from router.package.text_store import TextReads
 from router.package.vocabulary_chunk import TermEntry
@@ -357,25 +358,40 @@ class PackageView(VersionFacts):
         """Sections in view holding a loaded term (the largest over posting blocks, summed)."""
         return sum(entry.df for entry in self.term_entries(term) if entry is not None)
 
-    def posting_lists(self, term: str, block: str) -> list[tuple[Postings, int]]:
+    def posting_lists(
+        self, term: str, block: str, loaded: Loaded | None = None
+    ) -> list[tuple[Postings, int]]:
         """(postings, term id) of ``term`` in one block of each partition in view holding it;
-        its shards must have been loaded (``load_postings``)."""
+        its shards must have been loaded (``load_postings``, whose ``shards`` are ``loaded``)."""
         found = []
         for part, entry in zip(self.parts, self.term_entries(term), strict=True):
             if entry is not None:
-                found.append(part.partition.postings.postings(entry.id, block))
+                found.append(part.partition.postings.postings(entry.id, block, loaded))
         return found
 
-    async def load_postings(self, terms: Iterable[str]) -> ShardReads:
+    async def load_postings(
+        self, terms: Iterable[str], lease: ArenaLease | None = None
+    ) -> ShardReads:
         """Fetch (concurrently, one round trip) the shards holding ``terms`` (loaded for this
-        query) that the isolate does not hold yet, in every partition in view."""
+        query) that the isolate does not hold yet, in every partition in view; the large ones
+        into ``lease``'s arena when the store can copy there (readable until the lease ends)."""
         ids: list[list[int]] = [[] for _ in self.parts]
         for term in set(terms):
             for index, entry in enumerate(self.term_entries(term)):
                 if entry is not None:
                     ids[index].append(entry.id)
         wanted = [(part.partition.postings, own) for part, own in zip(self.parts, ids, strict=True)]
-        return await load_shards([(store, own) for store, own in wanted if own])
+        return await load_shards([(store, own) for store, own in wanted if own], lease)
+
+    def lease_arena(self) -> ArenaLease | None:
+        """The package's shard arena for one query's postings, or None while another query
+        of the isolate holds it; end it with ``end_lease`` once the query has scored."""
+        return self.parts[0].partition.postings.cache.arena.lease()
+
+    def end_lease(self, lease: ArenaLease | None) -> None:
+        """Drop the lease's arena shards and give the arena back (None: nothing to do)."""
+        if lease is not None:
+            self.parts[0].partition.postings.cache.end_lease(lease)
 
     # -- typo repair's corpus words ------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from router.package.fields import BM25F_BLOCK
 from router.package.postings import Postings
 
 if TYPE_CHECKING:
+    from router.package.shard_store import Loaded
     from router.package.view import PackageView
 
 __all__ = [
@@ -69,16 +70,21 @@ def bm25_method(view: PackageView) -> str:
 
 
 def query_lists(
-    view: PackageView, terms: Sequence[str], weights: Mapping[str, float], method: str
+    view: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    loaded: Loaded | None = None,
 ) -> list[QueryList]:
     """The posting lists of a query over a view: per weighted block, per distinct term (counted
-    as often as the query repeats it, bm25s semantics), one list per partition holding it."""
+    as often as the query repeats it, bm25s semantics), one list per partition holding it; from
+    the query's ``loaded`` shards when given (``ShardReads.shards``), else the isolate's cache."""
     lists: list[QueryList] = []
     counts = Counter(terms)
     sections = view.num_sections
     for name, weight in weights.items():
         for term, count in counts.items():
-            found = view.posting_lists(term, name)
+            found = view.posting_lists(term, name, loaded)
             if not found:
                 continue
             df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)

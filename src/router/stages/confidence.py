@@ -22,6 +22,7 @@ from router.package.view import PackageView
 from router.stages.bm25 import bm25_method, max_impact, query_lists
 
 if TYPE_CHECKING:
+    from router.package.shard_store import Loaded
     from router.state import QueryState, Ranked
 
 __all__ = [
@@ -59,22 +60,18 @@ def lexical_confidence(
     ranked: Sequence[tuple[int, float]],
     weights: Mapping[str, float],
     config: RouterConfig,
+    loaded: Loaded | None = None,
 ) -> LexicalConfidence:
-    """coverage × (1 − w_s + w_s·strength) × (1 − w_m + w_m·margin), each in 0..1."""
+    """coverage × (1 − w_s + w_s·strength) × (1 − w_m + w_m·margin), each in 0..1 (the lists
+    read from the query's ``loaded`` shards)."""
     distinct = list(dict.fromkeys(terms))
     unknown = [t for t in distinct if not package.knows(t)]
     if not distinct or not ranked:
         return LexicalConfidence(0.0, 0.0, 0.0, 0.0, [], unknown)
     best, score = ranked[0]
     method = bm25_method(package)
-    matched = [
-        t
-        for t in distinct
-        if any(
-            _contains(p, term, best) for p, term, _ in query_lists(package, [t], weights, method)
-        )
-    ]
-    ideal = _ideal_score(package, terms, weights, method)
+    matched = [t for t in distinct if _best_holds(package, t, best, weights, method, loaded)]
+    ideal = _ideal_score(package, terms, weights, method, loaded)
     coverage = len(matched) / len(distinct)
     strength = min(1.0, score / ideal) if ideal > 0 else 0.0
     second = ranked[1][1] if len(ranked) > 1 else 0.0
@@ -97,17 +94,34 @@ def confidence_level(value: float, config: RouterConfig) -> Level:
 
 
 def _ideal_score(
-    package: PackageView, terms: Sequence[str], weights: Mapping[str, float], method: str
+    package: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    loaded: Loaded | None,
 ) -> float:
     """The score of a section holding every query term at its best impact: per term and block,
     the largest weighted impact of any partition in view (a section is in one partition only)."""
     ideal = 0.0
     for term, count in Counter(terms).items():
         for name, weight in weights.items():
-            lists = query_lists(package, [term], {name: weight}, method)
+            lists = query_lists(package, [term], {name: weight}, method, loaded)
             bounds = (w * max_impact(p, t, package.impact_bounds) for p, t, w in lists)
             ideal += count * max(bounds, default=0.0)
     return ideal
+
+
+def _best_holds(
+    package: PackageView,
+    term: str,
+    best: int,
+    weights: Mapping[str, float],
+    method: str,
+    loaded: Loaded | None,
+) -> bool:
+    """Whether the top section holds ``term`` in any weighted block."""
+    lists = query_lists(package, [term], weights, method, loaded)
+    return any(_contains(p, term_id, best) for p, term_id, _ in lists)
 
 
 def _contains(postings: Postings, term_id: int, section: int) -> bool:

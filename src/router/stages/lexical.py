@@ -22,6 +22,7 @@ from router.stages.terms import read_terms
 from router.trace import TRACE_TOP_N, SectionRef
 
 if TYPE_CHECKING:
+    from router.package.arena import ArenaLease
     from router.package.view import PackageView
     from router.state import QueryState, Ranked
 
@@ -51,16 +52,34 @@ async def lexical_search(
     term_reads = await read_terms(state, terms)
     if prefetched is not None:
         term_reads = prefetched.then(term_reads)
-    package, config, allowed = state.package, state.config, state.allowed
+    package, config = state.package, state.config
     fetched, left_out = within_fetch_budget(package, terms, config.budget.max_fetched_postings)
-    reads, scored = await _load_postings(state, fetched)
+    lease = package.lease_arena()  # large shards are read into it, and live until it ends
+    try:
+        reads, scored = await _load_postings(state, fetched, lease)
+        return _search(state, terms, term_reads, reads, scored, left_out, stage_suffix)
+    finally:
+        package.end_lease(lease)
+
+
+def _search(
+    state: QueryState,
+    terms: list[str],
+    term_reads: TextReads,
+    reads: ShardReads,
+    scored: list[str],
+    left_out: list[str],
+    stage_suffix: str,
+) -> Lexical:
+    """Keyword phrases and BM25F over the loaded shards, and the confidence of the result."""
+    package, config, allowed = state.package, state.config, state.allowed
     keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
         matches=[[SectionRef(s), round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
     )
     weights = state.block_weights
-    query = query_lists(package, scored, weights, bm25_method(package))
+    query = query_lists(package, scored, weights, bm25_method(package), reads.shards)
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
     arrays: PostingArrays = package.shared_memo("bm25_arrays", PostingArrays)
     ranking = served_top_k(  # numpy in CPython, the pure scorer in the Worker: the same ranking
@@ -72,7 +91,7 @@ async def lexical_search(
         arrays=arrays,
     )
     ranked = ranking.ranked
-    confidence = lexical_confidence(package, scored, ranked, weights, config)
+    confidence = lexical_confidence(package, scored, ranked, weights, config, reads.shards)
     details = {
         "query_terms": sum(1 for t in terms if package.knows(t)),
         "fields": sorted(weights),
@@ -101,12 +120,14 @@ def _score_bounds(package: PackageView) -> ScoreBounds:
     return ScoreBounds(package.impact_bounds, package.budget.bound_bytes)
 
 
-async def _load_postings(state: QueryState, terms: list[str]) -> tuple[ShardReads, list[str]]:
+async def _load_postings(
+    state: QueryState, terms: list[str], lease: ArenaLease | None
+) -> tuple[ShardReads, list[str]]:
     """The shards of ``terms`` and the terms that can be scored: all of them, or none when a
     shard cannot be read (the failure is named in ``state.unreadable``; the query degrades to
     its keyword phrases, exact hits and vectors instead of failing)."""
     try:
-        return await state.package.load_postings(terms), terms
+        return await state.package.load_postings(terms, lease), terms
     except RouterError as exc:
         state.note_unreadable("posting shards", exc)
         return ShardReads(round_trips=1), []

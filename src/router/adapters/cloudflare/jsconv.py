@@ -22,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "binding",
+    "copy_into",
     "is_null",
     "is_pyodide",
     "js_null",
@@ -80,6 +81,27 @@ def to_bytes(buffer: Any) -> bytes:
 
             return bytes(js.Uint8Array.new(buffer).to_bytes())
     raise TypeError(f"expected an ArrayBuffer or bytes, got {type(buffer).__name__}")
+
+
+def copy_into(buffer: Any, target: memoryview) -> None:
+    """Copy an ``ArrayBuffer`` / typed array (or, in CPython, a bytes-like object) into
+    ``target``, which must be exactly as long (Pyodide's ``assign_to``: one copy from the JS
+    heap into the wasm heap, no intermediate ``bytes``)."""
+    if is_pyodide():
+        from pyodide.ffi import JsProxy
+
+        if isinstance(buffer, JsProxy):
+            import js
+
+            view = buffer if hasattr(buffer, "assign_to") else js.Uint8Array.new(buffer)
+            if int(view.byteLength) != len(target):
+                raise ValueError(f"{int(view.byteLength)} bytes for a {len(target)}-byte buffer")
+            view.assign_to(target)
+            return
+    source = memoryview(buffer).cast("B")
+    if len(source) != len(target):
+        raise ValueError(f"{len(source)} bytes for a {len(target)}-byte buffer")
+    target[:] = source
 
 
 def is_null(value: Any) -> bool:

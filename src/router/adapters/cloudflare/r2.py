@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from router.adapters.cloudflare.jsconv import is_null, to_bytes, to_js
+from router.adapters.cloudflare.jsconv import copy_into, is_null, to_bytes, to_js
 from router.errors import BindingError
+from router.ports import Allocate, Blob
 
 __all__ = ["R2BlobStore"]
 
 
 class R2BlobStore:
-    """``get`` → bytes or None (``await object.arrayBuffer()``); ``put`` bytes as a Uint8Array."""
+    """``get`` → bytes or None (``await object.arrayBuffer()``); ``get_into`` → the same copied
+    into a buffer the reader gives; ``put`` bytes as a Uint8Array."""
 
     def __init__(self, binding: Any) -> None:
         self.binding = binding
@@ -29,6 +31,22 @@ class R2BlobStore:
             if is_null(found):
                 return None
             return to_bytes(await found.arrayBuffer())
+        except Exception as exc:
+            raise BindingError(f"R2 get {key!r} failed: {exc}") from exc
+
+    async def get_into(self, key: str, allocate: Allocate) -> Blob | None:
+        """The object copied from its ``ArrayBuffer`` into ``allocate(size)`` when that gives
+        a buffer (the shard arena: no wasm ``bytes`` allocated for it), else as ``bytes``."""
+        try:
+            found = await self.binding.get(key)
+            if is_null(found):
+                return None
+            target = allocate(int(found.size))
+            body = await found.arrayBuffer()
+            if target is None:
+                return to_bytes(body)
+            copy_into(body, target)
+            return target
         except Exception as exc:
             raise BindingError(f"R2 get {key!r} failed: {exc}") from exc
 
