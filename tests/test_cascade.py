@@ -36,7 +36,7 @@ from router.ports import GeneratedAnswer
 from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
 from router.stages.cache import CACHE_PREFIX, QueryCache
-from router.stages.context_builder import WITHHELD
+from router.stages.context_builder import WITHHELD, neutralise
 from router.stages.vector import vector_search
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from tests.common import ALFA, BETA, GOLDEN, TODAY, with_all_records
@@ -624,9 +624,11 @@ def test_context_chunks_are_delimited_knowledge_blocks(package: KnowledgePackage
     ]
     assert context.knowledge_version == package.version
     assert {ref.doc_id for ref in context.references} == {c.doc_id for c in context.relevant_chunks}
+    titles = {ref.doc_id: ref.title for ref in context.references}
     for chunk in context.relevant_chunks:
         head = f'<knowledge id="{chunk.chunk_id}" trust="{chunk.trust}">\n'
-        assert chunk.delimited == f"{head}{chunk.text}\n</knowledge>"
+        fields = f"title: {titles[chunk.doc_id]}\nheading: {chunk.heading}\n\n"
+        assert chunk.delimited == f"{head}{fields}{neutralise(chunk.text)}\n</knowledge>"
         assert chunk.chunk_id.startswith(chunk.doc_id + "#")
     assert "never an instruction" in context.policy
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.knowledge.model import Document, Section
+from router.safety.fields import flag_document
 
 __all__ = ["BeirCollection", "load_beir"]
 
@@ -37,11 +38,11 @@ def load_beir(
             section = Section(
                 section_id=doc_id, heading=row.get("title", ""), level=1, text=text, line=1
             )
-            documents.append(
-                Document(
-                    semantic_id=doc_id, title=row.get("title", ""), path=doc_id, sections=[section]
-                )
+            doc = Document(
+                semantic_id=doc_id, title=row.get("title", ""), path=doc_id, sections=[section]
             )
+            flag_document(doc)  # as the parser does for a knowledge file
+            documents.append(doc)
     queries = {}
     with (base / "queries.jsonl").open(encoding="utf-8") as handle:
         for line in handle:

@@ -71,6 +71,8 @@ def load_knowledge(
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
     build on any error. Cross-file conflicts (same id, overlapping windows) are always errors.
+    A field that reads like prompt injection is a warning (``router.safety.fields``): the file is
+    built, its text kept as flagged data, as an unknown wikilink is.
     """
     base = Path(root)
     corpus = KnowledgeCorpus(root=str(base))
@@ -78,9 +80,12 @@ def load_knowledge(
     advance = phases("parse", len(files)) if phases is not None else None
     for relative in files:
         try:
-            corpus.documents.append(parse_document(relative, (base / relative).read_bytes()))
+            doc = parse_document(relative, (base / relative).read_bytes())
         except KnowledgeFormatError as exc:
             corpus.diagnostics.append(Diagnostic("error", exc.path, exc.line, exc.detail))
+        else:
+            corpus.documents.append(doc)
+            corpus.diagnostics += [Diagnostic("warning", relative, n, m) for n, m in doc.warnings]
         if advance is not None:
             advance(1)
     corpus.synonyms = _load_synonyms(base, corpus)

@@ -41,7 +41,6 @@ from router.package.texts import encode_texts
 from router.package.vectors import encode_vectors
 from router.package.vocabulary import encode_vocabulary
 from router.package.word_chunks import encode_word_chunks
-from router.safety.injection import INJECTION_FLAG, looks_like_injection
 from router.stages.graph import RELATION_WEIGHTS
 
 __all__ = [
@@ -278,7 +277,7 @@ def _compile_partition(
     resolve = _resolver(shared_targets, own_targets)
     files = {
         DOCS_NAME: encode_columns(documents),
-        **encode_records(_records(documents, bodies)),
+        **encode_records(_records(documents)),
         "synonyms.json": dumps_json([list(group) for group in synonyms]),
         **encode_vocabulary(
             terms,
@@ -479,13 +478,13 @@ def _surface_words(
     return [[word, stem] for word, stem in surface_word_stems(analyzer, texts, vocabulary)]
 
 
-def _records(documents: Sequence[Document], bodies: Sequence[str]) -> list[dict[str, Any]]:
+def _records(documents: Sequence[Document]) -> list[dict[str, Any]]:
     """Each document's record (``records.bin``): its fields and sections, without the texts
-    (``texts.bin``), each section flagged when its text looks like an injection."""
+    (``texts.bin``), with the injection flags the parser set on the document and its sections
+    (``router.safety.fields``)."""
     records = []
-    body = iter(bodies)
     for doc in documents:
-        flags = [[INJECTION_FLAG] if looks_like_injection(next(body)) else [] for _ in doc.sections]
+        flags = [section.flags for section in doc.sections]
         metadata = json.loads(json.dumps(doc.metadata, default=str))
         records.append(record_of(doc, flags, metadata))
     return records

@@ -6,6 +6,7 @@ YAML, so they must be cheap to create and free of I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,9 +14,11 @@ __all__ = [
     "ALL_TENANTS",
     "DOCUMENT_STATUSES",
     "TRUST_LEVELS",
+    "WIKILINK",
     "Document",
     "Link",
     "Section",
+    "strip_wikilinks",
 ]
 
 ALL_TENANTS = "*"
@@ -24,6 +27,13 @@ TRUST_LEVELS: tuple[str, ...] = ("official", "verified", "generated", "draft", "
 DOCUMENT_STATUSES: tuple[str, ...] = ("active", "deprecated", "archived")
 
 FactValue = str | int | float | bool
+
+WIKILINK = re.compile(r"\[\[([^\]|\n]+?)(?:\|([^\]\n]+?))?\]\]")
+
+
+def strip_wikilinks(text: str) -> str:
+    """Replace ``[[target|label]]`` by its label (or target) for display and indexing."""
+    return WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,9 @@ class Section:
     """A retrievable chunk: one heading and the text under it.
 
     ``text`` is set when parsing; in a loaded package it is empty, because section texts are read
-    per query (``KnowledgePackage.texts``, docs/index-format.md).
+    per query (``KnowledgePackage.texts``, docs/index-format.md). ``flags`` says what the build
+    found in the section or its document (``prompt_injection`` and ``prompt_injection:<field>``,
+    ``router.safety.fields``).
     """
 
     section_id: str
@@ -56,7 +68,14 @@ class Section:
 
 @dataclass
 class Document:
-    """One Markdown file of the knowledge folder."""
+    """One Markdown file of the knowledge folder.
+
+    ``flags`` names the document's own fields that read like prompt injection (``title``,
+    ``description``, ``keywords``, ``aliases``, ``version``, ``path``, ``fact:<name>``), so the
+    answer never quotes them; it is stored in the document's record. ``field_lines`` (where each
+    front-matter key is written) and ``warnings`` (``(line, message)`` the parser found) live only
+    while building, for ``file:line`` messages.
+    """
 
     semantic_id: str
     title: str
@@ -76,6 +95,9 @@ class Document:
     facts: dict[str, FactValue] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     sections: list[Section] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    warnings: list[tuple[int, str]] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def deprecated(self) -> bool:

@@ -18,11 +18,14 @@ from router.knowledge.model import (
     ALL_TENANTS,
     DOCUMENT_STATUSES,
     TRUST_LEVELS,
+    WIKILINK,
     Document,
     FactValue,
     Link,
     Section,
+    strip_wikilinks,
 )
+from router.safety.fields import flag_document
 
 __all__ = ["SEMANTIC_ID", "WIKILINK", "parse_document", "strip_wikilinks"]
 
@@ -32,7 +35,6 @@ __all__ = ["SEMANTIC_ID", "WIKILINK", "parse_document", "strip_wikilinks"]
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 SEMANTIC_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z][A-Za-z0-9_-]*)*$")
-WIKILINK = re.compile(r"\[\[([^\]|\n]+?)(?:\|([^\]\n]+?))?\]\]")
 _HEADING = re.compile(r"^(#{1,4})[ \t]+(.+?)[ \t]*$")
 _HEADING_ID = re.compile(r"[ \t]*\{#([^}\s]+)\}$")
 _FENCE = re.compile(r"^(```|~~~)")
@@ -45,11 +47,6 @@ _KNOWN_KEYS = frozenset(
 )  # fmt: skip
 
 
-def strip_wikilinks(text: str) -> str:
-    """Replace ``[[target|label]]`` by its label (or target) for display and indexing."""
-    return WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
-
-
 def parse_document(path: str, raw: bytes | str) -> Document:
     """Parse one file; raises :class:`KnowledgeFormatError` naming ``path`` and the line."""
     text = _decode(path, raw)
@@ -57,6 +54,8 @@ def parse_document(path: str, raw: bytes | str) -> Document:
     meta, body_start = _front_matter(path, lines)
     doc = _document_from_meta(path, meta, lines)
     doc.sections = _sections(path, doc, lines, body_start)
+    doc.field_lines = _field_lines(doc, lines)
+    doc.warnings = [(f.line, f.message()) for f in flag_document(doc)]
     return doc
 
 
@@ -155,6 +154,17 @@ def _document_from_meta(path: str, meta: dict[str, Any], lines: list[str]) -> Do
     if doc.valid_from and doc.valid_until and doc.valid_from > doc.valid_until:
         raise fail("validUntil", "validUntil is before validFrom")
     return doc
+
+
+def _field_lines(doc: Document, lines: list[str]) -> dict[str, int]:
+    """Where each front-matter field that reaches a response is written (``fact:<name>`` for a
+    fact), so a warning about it names the line."""
+    keys = ["title", "description", "keywords", "aliases", "version"]
+    found = {key: _key_line(lines, key) for key in keys}
+    facts_line = _key_line(lines, "facts")
+    for name in doc.facts:
+        found[f"fact:{name}"] = _key_line(lines[facts_line - 1 :], name) + facts_line - 1
+    return found
 
 
 def _text(value: Any) -> str:

@@ -74,6 +74,7 @@ def record_of(doc: Document, flags: Sequence[Sequence[str]], metadata: Any) -> d
         "scope": doc.scope,
         "facts": doc.facts,
         "metadata": metadata,
+        "flags": doc.flags,
         "sections": [
             {
                 "id": section.section_id,
@@ -134,6 +135,7 @@ def decode_record(item: str) -> Document:
             facts=data["facts"],
             metadata=data["metadata"],
             sections=sections,
+            flags=list(data.get("flags", [])),  # packages before issue 12 have none
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PackageFormatError(f"a document record is malformed: {exc!r}") from exc

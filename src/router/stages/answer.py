@@ -2,8 +2,11 @@
 
 Why extractive before any LLM: every sentence of the answer is quoted from a retrieved section
 and cited, so nothing is invented; sentences that read like instructions (prompt injection) are
-never quoted into the answer — their section stays a cited, flagged data source. An LLM answer is
-asked for only by the request (``generate``) and kept only if every id it cites was retrieved.
+never quoted into the answer — their section stays a cited, flagged data source. Nor is any other
+flagged field (``router.safety.fields``): a flagged fact never answers, a section whose heading or
+document title is flagged is never quoted, and a flagged title is named by its document id. An
+LLM answer is asked for only by the request (``generate``) and kept only if every id it cites was
+retrieved.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from router.analysis.analyzer import Analyzer
 from router.contract import AgentKnowledgeContext, Citation, Strategy
 from router.knowledge.model import Document, FactValue, Section
 from router.ports import Generator
+from router.safety.fields import fact_flagged, heading_flagged, title_flagged
 from router.safety.injection import looks_like_injection, split_sentences
 from router.stages.facts import FactMatch, best_fact
 from router.stages.generation import check_citations
@@ -29,11 +33,13 @@ __all__ = [
     "FACT_DOCS_CONSIDERED",
     "Answer",
     "Passage",
+    "answer_title",
     "choose_answer",
     "extractive_answer",
     "fact_answer",
     "format_value",
     "pick_fact",
+    "quotable",
     "supporting_sentence",
 ]
 
@@ -68,9 +74,20 @@ def format_value(value: FactValue) -> str:
     return str(value)
 
 
+def answer_title(doc: Document) -> str:
+    """How an answer names a document: its title, or its id when the title is flagged."""
+    return doc.semantic_id if title_flagged(doc) else doc.title
+
+
+def quotable(doc: Document, section: Section) -> bool:
+    """Whether an extractive answer may quote the section: not when its heading or its
+    document's title reads like an instruction (the body may continue it innocently)."""
+    return not (heading_flagged(section) or title_flagged(doc))
+
+
 def fact_answer(doc: Document, name: str, value: FactValue, support: str | None) -> str:
     """ "<title> — <fact>: <value>." plus the sentence of the document that states it."""
-    answer = f"{doc.title} — {name}: {format_value(value)}."
+    answer = f"{answer_title(doc)} — {name}: {format_value(value)}."
     if support:
         answer += f" {support}"
     return answer
@@ -97,6 +114,8 @@ def extractive_answer(
     passages: list[Passage] = []
     quoted: list[str] = []
     for doc, section, text, score in ranked:
+        if not quotable(doc, section):
+            continue
         chosen = _best_sentences(analyzer, wanted, text, max(1, max_sentences - len(quoted)))
         if not chosen:
             continue
@@ -109,7 +128,7 @@ def extractive_answer(
         return "", []
     lead = passages[0]
     heading = f", seção “{lead.section.heading}”" if lead.section.heading != lead.doc.title else ""
-    return f"Segundo “{lead.doc.title}”{heading}: " + " ".join(quoted), passages
+    return f"Segundo “{answer_title(lead.doc)}”{heading}: " + " ".join(quoted), passages
 
 
 def _best_sentences(analyzer: Analyzer, wanted: set[str], text: str, limit: int) -> list[str]:
@@ -165,6 +184,8 @@ def _fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
     for hit in state.exact:
         if hit.target.kind == "fact" and hit.target.fact is not None:
             doc = package.documents[hit.target.doc_index]
+            if fact_flagged(doc, hit.target.fact):
+                continue
             return FactMatch(
                 hit.target.doc_index,
                 hit.target.fact,

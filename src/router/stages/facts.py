@@ -14,6 +14,7 @@ from router.analysis.analyzer import Analyzer
 from router.analysis.text import split_camel
 from router.knowledge.model import FactValue
 from router.package.view import PackageView
+from router.safety.fields import fact_flagged
 
 __all__ = ["FACT_NAME_GLOSSARY", "FactMatch", "best_fact", "fact_terms"]
 
@@ -84,12 +85,15 @@ def fact_terms(analyzer: Analyzer, name: str) -> set[str]:
 def best_fact(
     package: PackageView, doc_indices: Iterable[int], query_terms: Sequence[str]
 ) -> FactMatch | None:
-    """The fact of the first documents sharing most stems with the question, if any does."""
+    """The fact of the first documents sharing most stems with the question, if any does; a fact
+    flagged as prompt injection (its name or value) never answers."""
     wanted = set(query_terms)
     best: FactMatch | None = None
     for doc_index in doc_indices:
         doc = package.documents[doc_index]
         for name, value in doc.facts.items():
+            if fact_flagged(doc, name):
+                continue
             overlap = len(wanted & fact_terms(package.analyzer, name))
             if overlap and (best is None or overlap > best.overlap):
                 best = FactMatch(doc_index, name, value, overlap)
