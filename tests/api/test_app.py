@@ -9,6 +9,8 @@ from fastapi.testclient import TestClient
 
 from router.adapters.local.state import LocalState
 from router.api.app import create_app
+from router.api.cors import CorsPolicy, cors_policy_from
+from router.errors import ConfigError
 from router.service import KnowledgeService
 
 
@@ -38,13 +40,37 @@ def test_openapi_lists_the_query_route(client: TestClient) -> None:
     assert "QueryResponse" in spec["components"]["schemas"]
 
 
-def test_cors_preflight_allows_a_browser_app(client: TestClient) -> None:
-    reply = client.options(
-        "/v1/query",
-        headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST"},
-    )
+def test_no_cross_origin_access_by_default(client: TestClient) -> None:
+    reply = client.post("/v1/query", json={"query": "APR"}, headers={"Origin": "https://a.example"})
+    assert reply.status_code == 200 and "access-control-allow-origin" not in reply.headers
+
+
+def test_cors_preflight_allows_a_configured_origin_with_credentials(
+    service: KnowledgeService,
+) -> None:
+    client = TestClient(create_app(service, cors=CorsPolicy(("https://app.example",))))
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization",
+    }
+    reply = client.options("/v1/query", headers={"Origin": "https://app.example", **preflight})
     assert reply.status_code == 200
-    assert reply.headers["access-control-allow-origin"] in ("*", "https://app.example")
+    assert reply.headers["access-control-allow-origin"] == "https://app.example"
+    assert reply.headers["access-control-allow-credentials"] == "true"
+    assert "authorization" in reply.headers["access-control-allow-headers"].lower()
+    other = client.options("/v1/query", headers={"Origin": "https://evil.example", **preflight})
+    assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
+
+
+def test_cors_any_origin_never_allows_credentials(service: KnowledgeService) -> None:
+    client = TestClient(create_app(service, cors=cors_policy_from("*")))
+    reply = client.post("/v1/query", json={"query": "APR"}, headers={"Origin": "https://a.example"})
+    assert reply.headers["access-control-allow-origin"] == "*"
+    assert "access-control-allow-credentials" not in reply.headers
+    with pytest.raises(ConfigError):
+        cors_policy_from("*, https://app.example")
+    with pytest.raises(ConfigError):
+        cors_policy_from("https://app.example/path")
 
 
 @pytest.mark.parametrize(

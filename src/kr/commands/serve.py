@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 
-from kr.local import local_service
+from kr.local import local_authenticator, local_service
+from router.api.cors import cors_policy_from
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "run"]
 
@@ -17,6 +19,11 @@ def run(args: argparse.Namespace) -> int:
 
     from router.api.app import create_app
 
-    app = create_app(local_service(args.state))
+    origins = ",".join(args.cors_origin) if args.cors_origin else os.environ.get("KR_CORS_ORIGINS")
+    app = create_app(
+        local_service(args.state),
+        cors=cors_policy_from(origins),
+        auth=local_authenticator(args.state, allow_anonymous=False if args.no_anonymous else None),
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

@@ -1,69 +1,111 @@
 """The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /v1/metrics``, OpenAPI, CORS.
 
 Why one factory: ``kr serve`` (uvicorn) and the Worker (ASGI bridge) serve the same app around a
-:class:`KnowledgeService`; every error leaves as ``{"error": {"code", "message"}}``.
+:class:`KnowledgeService`; every error leaves as ``{"error": {"code", "message"}}``, and the
+OpenAPI document says so. The tenant a query is served as comes from its credential
+(:mod:`router.auth`), never from the body alone; the body is bounded before it is parsed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-from fastapi import BackgroundTasks, FastAPI, Request
+from fastapi import BackgroundTasks, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from router import __version__
-from router.contract import QueryRequest, QueryResponse
+from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
+from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
+from router.auth import AuthConfig, AuthenticationError, Authenticator, tenant_for
+from router.contract import ErrorResponse, QueryRequest, QueryResponse
 from router.deferral import Defer
 from router.errors import RouterError
 from router.service import KnowledgeService
 
-__all__ = ["create_app"]
+__all__ = ["ERROR_RESPONSES", "create_app"]
 
 ServiceFactory = Callable[[Request], KnowledgeService]
+AuthFactory = Callable[[Request], Authenticator]
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="An API key (`kr keys create`) or a JWT naming the tenant; none: shared "
+    "knowledge only, where anonymous access is on.",
+)
+
+
+def _documented(text: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": text}
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: _documented("No credential where one is needed, or a bad one"),
+    403: _documented("The body names a tenant other than the credential's"),
+    413: _documented(f"The body is over {MAX_BODY_BYTES} bytes"),
+    422: _documented("The body does not match the schema"),
+    503: _documented("No knowledge version can be served"),
+}
+"""The error statuses of ``/v1/query`` as OpenAPI shows them (instead of ``{detail: [...]}``)."""
 
 
 async def _run(work: Awaitable[None]) -> None:
     await work
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": {"code": code, "message": message}})
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    content = {"error": {"code": code, "message": message}}
+    return JSONResponse(status_code=status, content=content, headers=headers)
 
 
 def create_app(
     service: KnowledgeService | ServiceFactory,
-    allowed_origins: list[str] | None = None,
+    cors: CorsPolicy | PolicySource = NO_CORS,
     defer: Defer | None = None,
+    auth: Authenticator | AuthFactory | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
-    """Build the app; ``service`` is a ready service or a factory taking the request.
+    """Build the app; ``service`` and ``auth`` are ready objects or factories of the request.
 
+    ``auth`` None means anonymous callers only (no key store, no JWT): shared knowledge.
+    ``cors`` is a policy or a function of the ASGI scope (the Worker reads it from ``env``).
     ``defer`` schedules post-response work (KV cache copy, query-log batch). By default it is
     Starlette's background tasks, which run after the body is sent under uvicorn; the Workers
     ASGI bridge awaits them before returning a buffered response, so the Worker passes
     ``ctx.waitUntil`` instead (src/entry.py).
     """
     app = FastAPI(title="Knowledge Router", version=__version__)
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=allowed_origins or ["*"],
-        allow_methods=["GET", "POST", "OPTIONS"],
-        allow_headers=["*"],
-        max_age=600,
-    )
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(CorsMiddleware, policy=cors)  # outermost: errors get CORS headers too
+    anonymous = Authenticator(AuthConfig(allow_anonymous=True))
 
     def resolve(request: Request) -> KnowledgeService:
         return service(request) if callable(service) else service
 
+    def authenticator(request: Request) -> Authenticator:
+        if auth is None:
+            return anonymous
+        return auth if isinstance(auth, Authenticator) else auth(request)
+
     _add_error_handlers(app)
-    _add_routes(app, resolve, defer)
+    _add_routes(app, resolve, authenticator, defer)
     return app
 
 
 def _add_error_handlers(app: FastAPI) -> None:
     """Every error leaves as ``{"error": {"code", "message"}}``, with the status of its class."""
+
+    @app.exception_handler(AuthenticationError)
+    async def unauthenticated(_: Request, exc: AuthenticationError) -> JSONResponse:
+        challenge = 'Bearer realm="knowledge-router"'
+        if exc.code != "credentials_required":
+            challenge += ', error="invalid_token"'
+        return _error(401, exc.code, exc.message, {"WWW-Authenticate": challenge})
 
     @app.exception_handler(RouterError)
     async def router_error(_: Request, exc: RouterError) -> JSONResponse:
@@ -81,24 +123,33 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        return _error(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         return _error(500, "internal_error", f"{type(exc).__name__}")
 
 
-def _add_routes(app: FastAPI, resolve: ServiceFactory, defer: Defer | None) -> None:
+def _add_routes(
+    app: FastAPI, resolve: ServiceFactory, authenticator: AuthFactory, defer: Defer | None
+) -> None:
     """``POST /v1/query``, ``GET /v1/health`` and ``GET /v1/metrics``."""
 
-    @app.post("/v1/query", response_model=QueryResponse)
+    @app.post(
+        "/v1/query",
+        response_model=QueryResponse,
+        responses=ERROR_RESPONSES,
+        dependencies=[Security(_bearer)],
+    )
     async def query(
         body: QueryRequest, request: Request, after_response: BackgroundTasks
     ) -> QueryResponse:
+        principal = await authenticator(request).authenticate(request.headers.get("authorization"))
+        served = body.model_copy(update={"tenant": tenant_for(principal, body.tenant)})
         # KV cache copy and query-log batch run after the answer is sent (waitUntil in Workers).
         service = resolve(request)
         later = defer or (lambda work: after_response.add_task(_run, work))
-        return await service.query(body, defer=later)
+        return await service.query(served, defer=later)
 
     @app.get("/v1/health")
     async def health(request: Request) -> JSONResponse:
@@ -118,7 +169,12 @@ def _add_routes(app: FastAPI, resolve: ServiceFactory, defer: Defer | None) -> N
             }
         )
 
-    @app.get("/v1/metrics")
+    @app.get(
+        "/v1/metrics",
+        responses={401: ERROR_RESPONSES[401]},
+        dependencies=[Security(_bearer)],
+    )
     async def metrics(request: Request) -> JSONResponse:
-        """Counters and rates of this process (PRD §40)."""
+        """Counters and rates of this process (PRD §40); a credential where anonymous is off."""
+        await authenticator(request).authenticate(request.headers.get("authorization"))
         return JSONResponse(resolve(request).metrics.snapshot())

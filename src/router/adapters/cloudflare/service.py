@@ -11,6 +11,10 @@ package without vectors, or without a usable embedder or index, runs without the
 Binding names (wrangler.toml): ``KNOWLEDGE_KV``, ``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``,
 ``KNOWLEDGE_VECTORS``, ``AI``; any may be absent (tests, partial deployments). Optional
 variables: ``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``.
+Credentials and CORS (docs/adr/0012): API keys from D1's ``api_keys``, anonymous access off
+unless ``KR_ALLOW_ANONYMOUS=on``, ``KR_KEY_CACHE_TTL_S`` (30 s: how long a revoked key may still
+work in an isolate that saw it), ``KR_JWT_HS256_SECRET`` or ``KR_JWKS`` with
+``KR_JWT_TENANT_CLAIM``, ``KR_JWT_AUDIENCE``, ``KR_JWT_ISSUER``, and ``KR_CORS_ORIGINS``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from router.adapters.cloudflare.d1 import D1QueryLog, D1RecordRows, D1RelationalStore
 from router.adapters.cloudflare.jsconv import binding, to_py
+from router.adapters.cloudflare.keys import D1KeyStore
 from router.adapters.cloudflare.kv import WorkersKV
 from router.adapters.cloudflare.r2 import R2BlobStore
 from router.adapters.cloudflare.vectorize import VectorizeIndex
@@ -30,6 +35,8 @@ from router.adapters.cloudflare.workers_ai import (
     WorkersAiEmbedder,
     WorkersAiGenerator,
 )
+from router.api.cors import CorsPolicy, cors_policy_from
+from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
 from router.ops.query_log import QueryRecorder
@@ -51,8 +58,10 @@ __all__ = [
     "VECTORS_BINDING",
     "CloudflareBindings",
     "WorkerSettings",
+    "authenticator_from_env",
     "bindings",
     "build_service",
+    "cors_from_env",
     "reset_service",
     "service_from_env",
     "settings_from_env",
@@ -227,9 +236,44 @@ def service_from_env(env: Any) -> KnowledgeService:
 
 
 def reset_service() -> None:
-    """Forget the isolate's service (tests; a new ``env`` builds a new one)."""
-    global _service
+    """Forget the isolate's service and authenticator (tests; a new ``env`` builds new ones)."""
+    global _service, _authenticator
     _service = None
+    _authenticator = None
+
+
+_authenticator: Authenticator | None = None
+
+
+def authenticator_from_env(env: Any) -> Authenticator:
+    """The isolate's authenticator: keys from D1, JWT settings and anonymous access (off unless
+    ``KR_ALLOW_ANONYMOUS=on``) from ``env``; kept so its cache of valid keys lives on."""
+    global _authenticator
+    if _authenticator is None:
+        config = auth_config_from(lambda name: _text(env, name), allow_anonymous=False)
+        db = binding(env, DB_BINDING)
+        _authenticator = Authenticator(config, D1KeyStore(db) if db is not None else None)
+    return _authenticator
+
+
+def cors_from_env(env: Any) -> CorsPolicy:
+    """``KR_CORS_ORIGINS``: comma-separated origins or ``*``; none by default."""
+    return _cors_policy(_text(env, "KR_CORS_ORIGINS"))
+
+
+_cors_policies: dict[str | None, CorsPolicy] = {}
+
+
+def _cors_policy(raw: str | None) -> CorsPolicy:
+    policy = _cors_policies.get(raw)
+    if policy is None:
+        policy = _cors_policies.setdefault(raw, cors_policy_from(raw))
+    return policy
+
+
+def _text(env: Any, name: str) -> str | None:
+    raw = to_py(binding(env, name))
+    return None if raw is None else str(raw)
 
 
 async def warm_from_env(env: Any, now: float | None = None) -> WarmReport:

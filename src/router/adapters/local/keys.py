@@ -1,0 +1,66 @@
+"""API keys in the local D1 stand-in (``d1.sqlite`` of the state folder, migrations/d1/0004).
+
+Why here and not in :mod:`.state`: the keys table arrives with the migrations the state folder
+already applies, so this store only needs the file; ``kr keys`` writes through it and
+``kr serve`` reads through it. SQLite work runs in a thread so it never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+from pathlib import Path
+
+from router.auth.api_keys import (
+    KEY_FIND,
+    KEY_INSERT,
+    KEY_LIST,
+    KEY_REVOKE,
+    ApiKey,
+    new_key,
+)
+
+__all__ = ["SQLITE_TIMEOUT_S", "SqliteKeyStore", "utc_now"]
+
+SQLITE_TIMEOUT_S = 5.0
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SqliteKeyStore:
+    """The ``api_keys`` table of a D1 SQLite file whose migrations are applied."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=SQLITE_TIMEOUT_S)
+
+    def create(self, tenant: str) -> tuple[str, ApiKey]:
+        """A new key for ``tenant``: the plaintext (to show once) and its stored row."""
+        plaintext, record = new_key(tenant, utc_now())
+        with self._connect() as db:
+            db.execute(
+                KEY_INSERT, (record.key_id, record.tenant, record.key_hash, record.created_at)
+            )
+        return plaintext, record
+
+    def list(self) -> list[ApiKey]:
+        with self._connect() as db:
+            return [ApiKey(*row) for row in db.execute(KEY_LIST).fetchall()]
+
+    def revoke(self, key_id: str) -> bool:
+        """Revoke a key; False when no working key has that id."""
+        with self._connect() as db:
+            return db.execute(KEY_REVOKE, (utc_now(), key_id)).rowcount == 1
+
+    def find_now(self, key_id: str) -> ApiKey | None:
+        with self._connect() as db:
+            row = db.execute(KEY_FIND, (key_id,)).fetchone()
+        return None if row is None else ApiKey(*row)
+
+    async def find(self, key_id: str) -> ApiKey | None:
+        return await asyncio.to_thread(self.find_now, key_id)

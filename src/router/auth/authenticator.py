@@ -1,0 +1,121 @@
+"""From an ``Authorization`` header to a principal, and from a principal to the request's tenant.
+
+Why the tenant comes from here only: a tenant's documents are served to whoever names the
+tenant, so the name must come from something the caller cannot forge — an API key stored for
+that tenant, or a JWT signed by the configured issuer. A body ``tenant`` is at most a
+consistency check (403 when it differs from the credential's).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from router.auth.api_keys import (
+    TENANT_PATTERN,
+    ApiKey,
+    KeyStore,
+    hash_key,
+    key_id_of,
+    key_matches,
+)
+from router.auth.config import AuthConfig
+from router.auth.errors import (
+    AuthenticationError,
+    CredentialsRequiredError,
+    TenantMismatchError,
+)
+from router.auth.jwt import verify_jwt
+from router.lru import LruCache
+
+__all__ = ["KEY_CACHE_ENTRIES", "Authenticator", "Principal", "tenant_for"]
+
+KEY_CACHE_ENTRIES = 256
+PrincipalKind = Literal["anonymous", "api_key", "jwt"]
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the tenant the credential names (None: anonymous, shared knowledge)."""
+
+    kind: PrincipalKind
+    tenant: str | None = None
+    subject: str = ""
+
+
+ANONYMOUS = Principal("anonymous")
+
+
+class Authenticator:
+    """Checks bearer credentials: API keys against the key store, JWTs against the settings.
+
+    Valid keys are remembered for ``config.key_cache_ttl_s`` (bounded LRU, by key hash), so a
+    busy isolate reads the store about once per key and TTL; a revoked key is refused once its
+    entry expires. Unknown or revoked keys are never cached (nothing to gain for an attacker).
+    """
+
+    def __init__(
+        self,
+        config: AuthConfig,
+        keys: KeyStore | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.keys = keys
+        self.clock = clock
+        self._valid: LruCache[str, tuple[ApiKey, float]] = LruCache(KEY_CACHE_ENTRIES)
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """The caller of a request with this ``Authorization`` header value (None: absent)."""
+        if authorization is None or not authorization.strip():
+            if not self.config.allow_anonymous:
+                raise CredentialsRequiredError("a bearer credential is required")
+            return ANONYMOUS
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise AuthenticationError("use Authorization: Bearer <key or token>")
+        if token.startswith("kr_"):
+            return await self._api_key(token)
+        return self._jwt(token)
+
+    async def _api_key(self, presented: str) -> Principal:
+        key_id = key_id_of(presented)
+        if key_id is None or self.keys is None:
+            raise AuthenticationError("invalid API key")
+        now = self.clock()
+        digest = hash_key(presented)
+        cached = self._valid.get(digest)
+        if cached is not None and cached[1] > now:
+            return Principal("api_key", cached[0].tenant, cached[0].key_id)
+        record = await self.keys.find(key_id)
+        if record is None or record.revoked or not key_matches(record, presented):
+            raise AuthenticationError("invalid or revoked API key")
+        if self.config.key_cache_ttl_s > 0:
+            self._valid.put(digest, (record, now + self.config.key_cache_ttl_s))
+        return Principal("api_key", record.tenant, record.key_id)
+
+    def _jwt(self, token: str) -> Principal:
+        settings = self.config.jwt
+        if settings is None:
+            raise AuthenticationError("invalid API key")
+        claims = verify_jwt(token, settings, self.clock())
+        tenant = claims.get(settings.tenant_claim)
+        if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
+            raise AuthenticationError(f"token has no valid {settings.tenant_claim!r} claim")
+        subject = claims.get("sub")
+        return Principal("jwt", tenant, subject if isinstance(subject, str) else "")
+
+
+def tenant_for(principal: Principal, requested: str | None) -> str | None:
+    """The tenant a request is served as: its credential's. A body ``tenant`` may repeat it;
+    naming another is a 403, and naming one without a credential a 401."""
+    if principal.tenant is None:
+        if requested is not None:
+            raise CredentialsRequiredError("a tenant's knowledge needs that tenant's credential")
+        return None
+    if requested is not None and requested != principal.tenant:
+        raise TenantMismatchError("the request names a tenant other than its credential's")
+    return principal.tenant
