@@ -90,7 +90,7 @@ class QueryRequest(BaseModel):
     page: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
     tab: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
     focus: StrictStr | None = Field(default=None, pattern=_CONTEXT_ID)
-    date: dt.date | None = Field(default=None, json_schema_extra={"format": "date"})
+    date: dt.date | None = None
     top_k: StrictInt | None = Field(default=None, ge=1, le=100)  # None: adaptive (PRD §22)
     include_deprecated: StrictBool = False
     generate: StrictBool = False  # ask the configured LLM for the answer (citations are checked)
