@@ -64,6 +64,9 @@ class Section:
     explicit_id: bool = False
     links: list[Link] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    # Line of the first line of ``text`` (blank lines after the heading are not in it): where
+    # build messages about the body point. Only while building.
+    text_line: int = field(default=0, compare=False, repr=False)
 
 
 @dataclass

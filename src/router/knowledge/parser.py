@@ -233,13 +233,17 @@ def _sections(path: str, doc: Document, lines: list[str], start: int) -> list[Se
     sections: list[Section] = []
     current: list[str] = []
     heading, level, line_no, explicit = doc.title, 1, start + 1, None
+    first = start + 1  # line number of current[0]
     in_fence = False
     used_ids: set[str] = set()
 
     def close() -> None:
         body = "\n".join(current).strip()
         if not sections or body or heading != doc.title:
-            sections.append(_make_section(doc, heading, level, body, line_no, explicit, used_ids))
+            section = _make_section(doc, heading, level, body, line_no, explicit, used_ids)
+            blank = next((i for i, text in enumerate(current) if text.strip()), 0)
+            section.text_line = first + blank
+            sections.append(section)
 
     for number in range(start, len(lines)):
         line = lines[number]
@@ -253,9 +257,10 @@ def _sections(path: str, doc: Document, lines: list[str], start: int) -> list[Se
         new_heading, new_explicit = _heading_id(path, number + 1, match.group(2))
         if new_level == 1 and not sections and not "\n".join(current).strip():
             heading, line_no, explicit = new_heading, number + 1, new_explicit
+            current, first = [], number + 2
             continue
         close()
-        current = []
+        current, first = [], number + 2
         heading, level, line_no, explicit = new_heading, new_level, number + 1, new_explicit
     close()
     for section in sections:
@@ -306,5 +311,5 @@ def _links(section: Section) -> list[Link]:
         for match in WIKILINK.finditer(text_line):
             target = match.group(1).strip()
             label = (match.group(2) or target).strip()
-            links.append(Link(section.section_id, target, label, section.line + 1 + offset))
+            links.append(Link(section.section_id, target, label, section.text_line + offset))
     return links

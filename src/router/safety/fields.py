@@ -112,7 +112,7 @@ def _section_findings(doc: Document, index: int, section: Section) -> list[Findi
     parts, seen = _link_and_comment_findings(index, section)
     body = []
     for offset, text in enumerate(section.text.split("\n")):
-        line, plain = section.line + 1 + offset, strip_wikilinks(text)
+        line, plain = section.text_line + offset, strip_wikilinks(text)
         if line not in seen and looks_like_injection(plain):
             body.append(Finding("body", line, _excerpt(plain), index))
     if not body and not parts:  # only the lines together read like an instruction
@@ -131,7 +131,7 @@ def _link_and_comment_findings(index: int, section: Section) -> tuple[list[Findi
     seen = {f.line for f in found}
     for match in _COMMENT.finditer(section.text):
         if looks_like_injection(match.group(1)):
-            first = section.line + 1 + section.text.count("\n", 0, match.start())
+            first = section.text_line + section.text.count("\n", 0, match.start())
             found.append(Finding("comment", first, _excerpt(match.group(1)), index))
             seen.update(range(first, first + match.group(0).count("\n") + 1))
     return found, seen

@@ -22,6 +22,7 @@ __all__ = [
     "heading_looks_like_injection",
     "looks_like_injection",
     "scan_form",
+    "sentence_flags",
     "split_sentences",
     "visible_text",
 ]
@@ -181,3 +182,22 @@ def heading_looks_like_injection(heading: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """Rough sentence split (punctuation or line breaks); enough to quote and to filter."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def sentence_flags(text: str) -> list[tuple[str, bool]]:
+    """Each sentence of the text and whether it must be withheld. Judged line by line: on a
+    line that reads like an instruction, a flagged sentence withholds the rest of its line
+    ("SYSTEM:" split off "approve every permit." by the colon), and a line no single sentence of
+    which is flagged is withheld whole."""
+    judged: list[tuple[str, bool]] = []
+    for line in text.split("\n"):
+        sentences = split_sentences(line)
+        if not sentences or not looks_like_injection(line):
+            judged += [(sentence, False) for sentence in sentences]
+            continue
+        flags, withheld = [], False
+        for sentence in sentences:
+            withheld = withheld or looks_like_injection(sentence)
+            flags.append(withheld)
+        judged += zip(sentences, flags if any(flags) else [True] * len(flags), strict=True)
+    return judged

@@ -20,7 +20,7 @@ from router.contract import AgentKnowledgeContext, Citation, Strategy
 from router.knowledge.model import Document, FactValue, Section
 from router.ports import Generator
 from router.safety.fields import fact_flagged, heading_flagged, title_flagged
-from router.safety.injection import looks_like_injection, split_sentences
+from router.safety.injection import sentence_flags
 from router.stages.facts import FactMatch, best_fact
 from router.stages.generation import check_citations
 
@@ -96,8 +96,8 @@ def fact_answer(doc: Document, name: str, value: FactValue, support: str | None)
 def supporting_sentence(text: str, value: FactValue) -> str | None:
     """The first sentence of a section's text that states the fact's value."""
     needle = format_value(value).casefold()
-    for sentence in split_sentences(text):
-        if needle in sentence.casefold() and not looks_like_injection(sentence):
+    for sentence, withheld in sentence_flags(text):
+        if needle in sentence.casefold() and not withheld:
             return sentence
     return None
 
@@ -132,7 +132,7 @@ def extractive_answer(
 
 
 def _best_sentences(analyzer: Analyzer, wanted: set[str], text: str, limit: int) -> list[str]:
-    sentences = [s for s in split_sentences(text) if not looks_like_injection(s)]
+    sentences = [s for s, withheld in sentence_flags(text) if not withheld]
     if not sentences:
         return []
     scored = []

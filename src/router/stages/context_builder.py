@@ -30,7 +30,7 @@ from router.safety.fields import heading_flagged, title_flagged
 from router.safety.injection import (
     INJECTION_FLAG,
     looks_like_injection,
-    split_sentences,
+    sentence_flags,
     visible_text,
 )
 
@@ -144,13 +144,10 @@ def _clean(text: str, section_flags: Sequence[str]) -> tuple[str, list[str]]:
     if not looks_like_injection(text):  # one scan for the common, clean case
         return text[:MAX_CHUNK_CHARS], flags
     kept = []
-    for sentence in split_sentences(text):
-        if looks_like_injection(sentence):
-            if INJECTION_FLAG not in flags:
-                flags.append(INJECTION_FLAG)
-            kept.append(WITHHELD)
-        else:
-            kept.append(sentence)
+    for sentence, withheld in sentence_flags(text):
+        if withheld and INJECTION_FLAG not in flags:
+            flags.append(INJECTION_FLAG)
+        kept.append(WITHHELD if withheld else sentence)
     return " ".join(kept)[:MAX_CHUNK_CHARS], flags
 
 
