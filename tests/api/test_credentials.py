@@ -302,3 +302,27 @@ def test_kr_keys_create_list_revoke(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "revoked" in capsys.readouterr().out
     assert main(["keys", "revoke", key_id, *state]) == 1
     assert main(["keys", "create", "--tenant", "../etc", *state]) == 1
+
+
+def test_kr_serve_without_anonymous_access_takes_keys_from_kr_keys(
+    state: LocalState,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import uvicorn
+
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: apps.append(app))
+    monkeypatch.delenv("KR_ALLOW_ANONYMOUS", raising=False)
+    where = ["--state", str(state.root)]
+    assert main(["serve", *where, "--no-anonymous", "--cors-origin", "https://app.example"]) == 0
+    assert main(["keys", "create", "--tenant", ALFA, *where]) == 0
+    key = capsys.readouterr().out.strip()
+    client = TestClient(apps[0])
+    assert ask(client).status_code == 401
+    reply = ask(client, key, tenant=ALFA)
+    assert reply.status_code == 200 and ALFA in tenants_of(reply)
+    origin = client.post(
+        "/v1/query", json={"query": "APR"}, headers={"Origin": "https://app.example"}
+    )
+    assert origin.headers["access-control-allow-origin"] == "https://app.example"
