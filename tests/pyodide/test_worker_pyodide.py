@@ -34,6 +34,7 @@ from kr.golden import load_golden
 from router import __version__
 from router.adapters.local.state import LocalState
 from router.adapters.local.vector_index import LocalVectorIndex
+from router.auth.api_keys import new_key
 from router.compile.build import BuildResult, build_knowledge, write_package
 from router.config import RetrievalBudget, RouterConfig
 from router.errors import InvalidRequestError
@@ -42,7 +43,7 @@ from router.ops.warming import DEFAULT_WARM_LIMIT
 from router.ports import VectorRecord
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
-from tests.common import GOLDEN, KNOWLEDGE, write_doc
+from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, write_doc
 from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
 from tests.pyodide.fetch_wheels import ensure_wheels
 
@@ -50,7 +51,13 @@ PYODIDE_DIR = Path(HOST).parent
 # TTL 0: see a new activation on the next request. A generous latency budget on both sides:
 # the parity test compares rankings, and a loaded machine must not make Pyodide skip a stage.
 PARITY_BUDGET_MS = 60_000.0
-WORKER_VARS = {"KR_ACTIVE_VERSION_TTL_S": "0", "KR_MAX_LATENCY_MS": str(PARITY_BUDGET_MS)}
+WORKER_VARS = {
+    "KR_ACTIVE_VERSION_TTL_S": "0",
+    "KR_MAX_LATENCY_MS": str(PARITY_BUDGET_MS),
+    "KR_ALLOW_ANONYMOUS": "on",  # the parity tests ask shared questions without a key
+}
+WORKER_KEYS: dict[str, str] = {}
+"""Tenant → an API key stored in the Worker's D1 before it starts (``worker`` fixture)."""
 HEAP_LIMIT = 128 * 1024 * 1024  # a Worker isolate's memory
 
 
@@ -71,6 +78,19 @@ def reference(tmp_path_factory: pytest.TempPathFactory, hash_build: BuildResult)
     files = hash_build.package.files()
     asyncio.run(publish_package(files, state.blobs, state.kv, state.relational))
     return state
+
+
+def _store_key(state: Path, tenant: str) -> str:
+    """A new API key for ``tenant`` written into wrangler's local D1 (as an operator would
+    with ``wrangler d1 execute``); returns the plaintext key."""
+    plaintext, record = new_key(tenant, "2026-06-15T00:00:00Z")
+    values = ", ".join(
+        f"'{v}'" for v in (record.key_id, record.tenant, record.key_hash, record.created_at)
+    )
+    sql = f"INSERT INTO api_keys (key_id, tenant, key_hash, created_at) VALUES ({values})"
+    local = ["--local", "--persist-to", str(state), "--env="]
+    run_wrangler(["d1", "execute", "KNOWLEDGE_DB", *local, "--command", sql])
+    return plaintext
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +114,8 @@ def worker(
             "--env=",
         ]
     )
+    for tenant in (ALFA, BETA):
+        WORKER_KEYS[tenant] = _store_key(state, tenant)
     manifest = hash_build.package.manifest
     host = PyodideHost(
         persist_to=state,
@@ -152,6 +174,12 @@ def _differences(
         found.append(f"{path}: worker {got!r} cpython {want!r}")
 
 
+def _credential(body: dict[str, Any]) -> dict[str, str]:
+    """The request's tenant's key (the tenant comes from the credential, ADR 0012)."""
+    tenant = body.get("tenant")
+    return {"Authorization": f"Bearer {WORKER_KEYS[tenant]}"} if tenant else {}
+
+
 def _query_body(request: Any) -> dict[str, Any]:
     body: dict[str, Any] = request.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     body["query"] = request.query
@@ -196,7 +224,8 @@ def test_golden_set_gets_the_same_responses_as_cpython(
     mismatches: list[str] = []
     times: list[float] = []
     for query, want in zip(golden, expected, strict=True):
-        response = worker.fetch("POST", "/v1/query", body=_query_body(query.request))
+        body = _query_body(query.request)
+        response = worker.fetch("POST", "/v1/query", body=body, headers=_credential(body))
         assert response.status == 200, f"{query.id}: {response.body}"
         got = response.json()
         times.append(response.ms)
@@ -251,6 +280,25 @@ def test_bad_requests_get_a_json_error(
     error = response.json()["error"]
     assert error["code"] == code
     assert isinstance(error["message"], str) and error["message"]
+
+
+def test_credentials_decide_the_tenant_in_pyodide(worker: PyodideHost) -> None:
+    """A key stored in D1 reaches its tenant's document; a bad key is a 401 with a challenge;
+    a tenant without a key, or another tenant than the key's, is refused."""
+    question = {"query": "Cartão Verde andaime"}
+    key = {"Authorization": f"Bearer {WORKER_KEYS[ALFA]}"}
+    mine = worker.fetch("POST", "/v1/query", body=question, headers=key)
+    assert mine.status == 200, mine.body
+    assert mine.json()["results"][0]["doc_id"] == "construtoraAlfa.scaffolding"
+    anonymous = worker.fetch("POST", "/v1/query", body=question)
+    assert anonymous.status == 200
+    assert {r["tenant"] for r in anonymous.json()["results"]} <= {"*"}
+    bad = worker.fetch("POST", "/v1/query", body=question, headers={"Authorization": "Bearer kr_x"})
+    assert bad.status == 401 and bad.headers["www-authenticate"].startswith("Bearer")
+    named = worker.fetch("POST", "/v1/query", body={**question, "tenant": ALFA})
+    assert named.status == 401
+    other = worker.fetch("POST", "/v1/query", body={**question, "tenant": BETA}, headers=key)
+    assert other.status == 403 and other.json()["error"]["code"] == "tenant_mismatch"
 
 
 def test_a_corrupt_new_version_is_refused_and_the_previous_keeps_serving(
