@@ -23,6 +23,7 @@ from router.package.view import PackageView, RecordNotLoaded
 from router.stages.answer import Answer
 from router.stages.confidence import LexicalConfidence
 from router.stages.fusion import Fused
+from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import QueryFeatures
 from router.state import QueryState
 from router.trace import Trace
@@ -84,13 +85,17 @@ def from_cache(
     cached: dict[str, Any], where: str, question: str, trace: Trace, metrics: Metrics | None
 ) -> QueryResponse:
     """A cached response served again: its own latency, where it was found, and the asker's
-    own ``question`` in the context (the key ignores case, so the stored text may differ)."""
+    own ``question`` in the context and the trace — the key ignores case, so the stored text
+    may be another caller's, and it must never reach this one."""
     response = QueryResponse.model_validate(cached)
     if response.context is not None:
         response.context.query = question
     response.metadata.cache = "kv" if where == "kv" else "memory"
     response.metadata.latency_ms = trace.elapsed_ms()
-    response.trace = {**response.trace, "served_from_cache": where}
+    stages = dict(response.trace.get("stages") or {})
+    if isinstance(stages.get("normalize"), dict):
+        stages["normalize"] = {**stages["normalize"], "text": normalize_query(question).text}
+    response.trace = {**response.trace, "stages": stages, "served_from_cache": where}
     if metrics is not None:
         metrics.queries += 1
         metrics.cache_hits += 1

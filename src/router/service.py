@@ -24,7 +24,7 @@ from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
 from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fetch_package_files
-from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.manifest import MANIFEST_NAME, Manifest, check_version_id
 from router.package.partitions import SHARED_PARTITION
 from router.package.reader import KnowledgePackage, load_package
 from router.package.shard_store import ChunkIntoFetcher
@@ -46,6 +46,8 @@ from router.vectors.records import section_records
 
 __all__ = [
     "ACTIVE_VERSION_TTL_S",
+    "KV_RETRY_S",
+    "REFUSED_RETRY_S",
     "KnowledgeService",
     "VectorStageFactory",
     "package_getter",
@@ -56,6 +58,11 @@ log = logging.getLogger(__name__)
 
 ACTIVE_VERSION_TTL_S = 10.0
 """Seconds the Worker trusts the active version it read from KV before reading it again."""
+REFUSED_RETRY_S = 30.0
+"""Seconds before a refused (corrupt, partial) version is read again, even where the active
+version is read on every request (``kr``); a new activation has a new id and loads at once."""
+KV_RETRY_S = 5.0
+"""Seconds the last good version serves before KV is asked again after it failed."""
 
 VectorStageFactory = Callable[[Manifest], tuple[Embedder | None, VectorIndex | None]]
 """Picks the query embedder and vector index for a newly loaded package's manifest (its
@@ -119,22 +126,41 @@ class KnowledgeService:
     last_load_error: str | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
     _version_read_at: float = field(default=0.0, init=False)
+    _trust_s: float = field(default=0.0, init=False)  # how long _version is trusted
     _refused: tuple[str, float] | None = field(default=None, init=False)
 
     async def active_version(self) -> str:
-        """The active version: from KV, or the one read less than ``active_version_ttl_s`` ago."""
+        """The active version: from KV, or the one read less than ``active_version_ttl_s`` ago.
+
+        When KV cannot say (it fails, the key is empty, or it holds an id that cannot name a
+        package) and a package is loaded, that package keeps serving — the last good version —
+        and ``last_load_error`` says why; KV is asked again after ``KV_RETRY_S``."""
         now = self.clock()
-        if (
-            self._version is not None
-            and self.active_version_ttl_s > 0
-            and now - self._version_read_at < self.active_version_ttl_s
-        ):
+        if self._version is not None and now - self._version_read_at < self._trust_s:
             return self._version
-        version = await self.kv.get(ACTIVE_VERSION_KEY)
-        if not version:
-            raise NoActiveVersionError("no knowledge version is active: run `kr build` first")
-        self._version, self._version_read_at = version, now
+        try:
+            version = await self.kv.get(ACTIVE_VERSION_KEY)
+            if not version:
+                raise NoActiveVersionError("no knowledge version is active: run `kr build` first")
+            check_version_id(version)
+        except (BindingError, NoActiveVersionError, PackageFormatError) as exc:
+            return self._last_good(exc, now)
+        self._version, self._version_read_at, self._trust_s = (
+            version,
+            now,
+            self.active_version_ttl_s,
+        )
         return version
+
+    def _last_good(self, exc: RouterError, now: float) -> str:
+        """The loaded package's version when the active one cannot be read, else ``exc``."""
+        current = self._package
+        if current is None:
+            raise exc
+        self.last_load_error = f"active version: {exc.message}; serving {current.version}"
+        log.error("%s", self.last_load_error)
+        self._version, self._version_read_at, self._trust_s = current.version, now, KV_RETRY_S
+        return current.version
 
     def forget_active_version(self) -> None:
         """Make the next request read the active version from KV (e.g. right after activating)."""
@@ -152,8 +178,8 @@ class KnowledgeService:
     async def package(self) -> KnowledgePackage:
         """The active package, loaded once per version; a bad new version keeps the old one.
 
-        A refused version is not retried before ``active_version_ttl_s`` has passed, so a
-        corrupt activation costs one failed load per TTL, not one per request.
+        A refused version is not retried before ``REFUSED_RETRY_S`` (or the TTL) has passed,
+        so a corrupt activation costs one failed load per interval, not one per request.
         """
         version = await self.active_version()
         current = self._package
@@ -192,9 +218,12 @@ class KnowledgeService:
             return None, None
 
     def _recently_refused(self, version: str) -> bool:
+        """A version refused less than ``REFUSED_RETRY_S`` (or the TTL, if longer) ago: not
+        read and hashed again on every request while the last good one serves."""
         if self._refused is None or self._refused[0] != version:
             return False
-        return self.clock() - self._refused[1] < self.active_version_ttl_s
+        retry_s = max(self.active_version_ttl_s, REFUSED_RETRY_S)
+        return self.clock() - self._refused[1] < retry_s
 
     @property
     def needs_vectors(self) -> bool:

@@ -78,7 +78,7 @@ from router.ports import (
     VectorIndex,
     VectorRecord,
 )
-from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, package_key
+from router.service import ACTIVE_VERSION_TTL_S, REFUSED_RETRY_S, KnowledgeService, package_key
 from router.sql import MAX_BOUND_PARAMETERS, version_statements
 from router.stages.cache import QueryCache
 from router.stages.generation import build_messages
@@ -765,9 +765,9 @@ def test_corrupt_r2_blob_is_refused_and_the_previous_version_keeps_serving(
     clock.now = 15.0
     assert ask(service, "Documento novo").knowledge_version == old
     assert len(r2.gets) == fetched  # the refused version is not re-downloaded on every request
-    clock.now = 25.0
+    clock.now = 11.0 + REFUSED_RETRY_S + 1
     ask(service, "Documento novo")
-    assert len(r2.gets) > fetched  # but retried once the TTL has passed
+    assert len(r2.gets) > fetched  # but retried once the retry interval has passed
 
 
 def test_r2_outage_while_loading_a_new_version_keeps_the_old_one(env: Any, tmp_path: Path) -> None:
@@ -780,8 +780,8 @@ def test_r2_outage_while_loading_a_new_version_keeps_the_old_one(env: Any, tmp_p
     assert ask(service, "Documento novo").knowledge_version == old
     assert service.last_load_error and "R2 get" in service.last_load_error
     env.KNOWLEDGE_BUCKET.fail_gets = False
-    clock.now = 22.0
-    assert ask(service, "Documento novo").knowledge_version != old  # recovers after the TTL
+    clock.now = 11.0 + REFUSED_RETRY_S + 1
+    assert ask(service, "Documento novo").knowledge_version != old  # recovers, once retried
 
 
 def test_unreadable_package_with_nothing_loaded_is_a_503(env: Any) -> None:

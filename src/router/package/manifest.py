@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "MANIFEST_NAME",
     "VECTORS_NAME",
     "Manifest",
+    "check_version_id",
     "dumps_json",
     "sha256_hex",
 ]
@@ -35,6 +37,16 @@ __all__ = [
 FORMAT_VERSION = 3
 MANIFEST_NAME = "manifest.json"
 VECTORS_NAME = "vectors.bin"  # in every partition when the manifest names an embedding model
+_VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")  # "kv-" + 16 hex digits when built
+
+
+def check_version_id(version: str) -> str:
+    """``version`` when it can name a package (letters, digits, ``-`` and ``_``, at most 100),
+    else ``PackageFormatError``: a version id read from KV becomes a blob key, so a damaged or
+    hostile value (``../../etc``) must be refused before any read, like a corrupt package."""
+    if not _VERSION_ID.fullmatch(version):
+        raise PackageFormatError(f"invalid knowledge version id {version[:100]!r}")
+    return version
 
 
 def sha256_hex(data: bytes) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from router.deferral import Defer, run_or_defer
+from router.errors import RouterError
 from router.lru import LruCache
 from router.ports import KeyValueStore
 
@@ -35,7 +36,7 @@ __all__ = [
 CACHE_PREFIX = "qcache:"
 KEY_HEX_CHARS = 40  # of the sha256: 160 bits, no collision in any cache
 LLM_KEY_SUFFIX = "+llm"  # an LLM answer and an extractive one are cached apart
-CacheWhere = Literal["memory", "kv", "miss"]
+CacheWhere = Literal["memory", "kv", "miss", "unavailable"]  # unavailable: KV failed (a miss)
 
 
 def cache_key(
@@ -65,12 +66,16 @@ class QueryCache:
         self.kv = kv
 
     async def get(self, key: str) -> tuple[dict[str, Any] | None, CacheWhere]:
-        """The cached response and where it came from ("memory", "kv" or "miss")."""
+        """The cached response and where it came from ("memory", "kv" or "miss"; "unavailable"
+        when KV failed: the query goes on without the cache rather than failing)."""
         found = self.memory.get(key)
         if found is not None:
             return found, "memory"
         if self.kv is not None:
-            raw = await self.kv.get(key)
+            try:
+                raw = await self.kv.get(key)
+            except RouterError:
+                return None, "unavailable"
             if raw:
                 try:
                     value = json.loads(raw)
@@ -132,7 +137,8 @@ async def look_up(
     else:
         cached, where = await cache.get(key)
         found = CacheLookup(key, cached, where)
-    state.trace.stage("cache", hit=found.where != "miss", where=found.where, key=key[-12:])
+    hit = found.response is not None
+    state.trace.stage("cache", hit=hit, where=found.where, key=key[-12:])
     return found
 
 

@@ -7,14 +7,18 @@ statements as the D1 adapter (:mod:`router.sql`), so both write the same rows.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from router.errors import BindingError
 from router.ops.query_log import hour_of, logged_params, row_to_logged
 from router.ports import LoggedQuery
 from router.sql import (
@@ -26,6 +30,9 @@ from router.sql import (
 
 __all__ = [
     "DEFAULT_STATE_DIR",
+    "LOCAL_CACHE_ENTRIES",
+    "LOCAL_CACHE_TTL_S",
+    "SQLITE_TIMEOUT_S",
     "FolderBlobStore",
     "LocalState",
     "SqliteKeyValueStore",
@@ -36,6 +43,15 @@ __all__ = [
 ]
 
 DEFAULT_STATE_DIR = ".kr-state"
+SQLITE_TIMEOUT_S = 2.0
+"""How long a local store waits for a locked SQLite file before the call fails (a 503 or a
+degraded answer, never a stalled server)."""
+LOCAL_CACHE_TTL_S = 24 * 3600.0
+"""Seconds a locally cached answer lives (a new version's answers have other keys anyway)."""
+LOCAL_CACHE_ENTRIES = 4_096
+"""Cached answers the local KV keeps at most (≈ 10–20 KB each: ≤ ~80 MB)."""
+
+T = TypeVar("T")
 
 
 def default_state_dir() -> Path:
@@ -51,7 +67,8 @@ def migrations_dir() -> Path:
 
 
 class FolderBlobStore:
-    """R2 stand-in: one file per key; writes go to a temp file then an atomic rename."""
+    """R2 stand-in: one file per key; writes go to a temp file then an atomic rename. A key
+    that would leave the folder, or a file that cannot be read, is a ``BindingError``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -59,12 +76,15 @@ class FolderBlobStore:
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
         if self.root.resolve() not in path.parents:
-            raise ValueError(f"blob key escapes the store: {key!r}")
+            raise BindingError(f"blob key escapes the store: {key[:200]!r}")
         return path
 
     async def get(self, key: str) -> bytes | None:
         path = self._path(key)
-        return path.read_bytes() if path.is_file() else None
+        try:
+            return path.read_bytes() if path.is_file() else None
+        except OSError as exc:
+            raise BindingError(f"local blob {key[:200]!r}: {exc.strerror or exc}") from exc
 
     async def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -76,28 +96,92 @@ class FolderBlobStore:
 
 
 class SqliteKeyValueStore:
-    """KV stand-in: table ``kv(key, value)`` in ``kv.sqlite``."""
+    """KV stand-in: table ``kv(key, value, expires_at)`` in ``kv.sqlite``.
 
-    def __init__(self, path: Path) -> None:
+    Why each call runs in a thread with a short lock timeout: ``kr serve`` answers on one event
+    loop, and a locked or slow SQLite file must delay only the request that needs it, not every
+    other. Why every ``sqlite3`` error becomes a ``BindingError``: a damaged ``kv.sqlite`` is a
+    backend outage (the service keeps serving what it holds, ``/v1/health`` says so), never a
+    500. ``expiration_ttl_s`` and ``max_entries`` bound what the query cache keeps (Workers KV
+    expires entries by TTL; locally the cap evicts the entries that expire first).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        expiration_ttl_s: float | None = None,
+        max_entries: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.path = path
-        with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.expiration_ttl_s = expiration_ttl_s
+        self.max_entries = max_entries
+        self.clock = clock
+        self._ready = False
+
+    def with_limits(
+        self, expiration_ttl_s: float | None, max_entries: int | None
+    ) -> SqliteKeyValueStore:
+        """The same file, written with a TTL and a cap (the query cache's view of KV)."""
+        return SqliteKeyValueStore(self.path, expiration_ttl_s, max_entries, self.clock)
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=10)
+        db = sqlite3.connect(self.path, timeout=SQLITE_TIMEOUT_S)
+        if not self._ready:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
+                "expires_at REAL)"
+            )
+            columns = {row[1] for row in db.execute("PRAGMA table_info(kv)")}
+            if "expires_at" not in columns:  # a state folder of an earlier version
+                db.execute("ALTER TABLE kv ADD COLUMN expires_at REAL")
+            self._ready = True
+        return db
 
     async def get(self, key: str) -> str | None:
-        with self._connect() as db:
-            row = db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        return await _in_thread(self._get, key, where=f"local KV ({self.path.name})")
 
     async def put(self, key: str, value: str) -> None:
-        with self._connect() as db:
+        await _in_thread(self._put, key, value, where=f"local KV ({self.path.name})")
+
+    def _get(self, key: str) -> str | None:
+        with closing(self._connect()) as db, db:
+            row = db.execute(
+                "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                (key, self.clock()),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _put(self, key: str, value: str) -> None:
+        now = self.clock()
+        expires = None if self.expiration_ttl_s is None else now + self.expiration_ttl_s
+        with closing(self._connect()) as db, db:
             db.execute(
-                "INSERT INTO kv (key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
+                "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) "
+                "DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                (key, value, expires),
             )
+            if self.max_entries is not None:
+                self._evict(db, now, self.max_entries)
+
+    @staticmethod
+    def _evict(db: sqlite3.Connection, now: float, max_entries: int) -> None:
+        """Drop expired entries, then those expiring first beyond ``max_entries`` of them
+        (entries without a TTL — the active version — are never evicted)."""
+        db.execute("DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))
+        db.execute(
+            "DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL "
+            "ORDER BY expires_at DESC LIMIT -1 OFFSET ?)",
+            (max_entries,),
+        )
+
+
+async def _in_thread(work: Callable[..., T], *args: Any, where: str) -> T:
+    """Run blocking SQLite work off the event loop; its errors become ``BindingError``."""
+    try:
+        return await asyncio.to_thread(work, *args)
+    except sqlite3.Error as exc:
+        raise BindingError(f"{where}: {exc}") from exc
 
 
 class SqliteRelationalStore:
@@ -183,5 +267,6 @@ class LocalState:
         self.root.mkdir(parents=True, exist_ok=True)
         self.blobs = FolderBlobStore(self.root / "r2")
         self.kv = SqliteKeyValueStore(self.root / "kv.sqlite")
+        self.cache_kv = self.kv.with_limits(LOCAL_CACHE_TTL_S, LOCAL_CACHE_ENTRIES)
         self.relational = SqliteRelationalStore(self.root / "d1.sqlite")
         self.query_log = SqliteQueryLog(self.root / "d1.sqlite")
