@@ -22,6 +22,7 @@ from router.metrics import Metrics
 from router.package.view import PackageView, RecordNotLoaded
 from router.stages.answer import Answer
 from router.stages.confidence import LexicalConfidence
+from router.stages.context_builder import shown_heading, shown_title
 from router.stages.fusion import Fused
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import QueryFeatures
@@ -145,8 +146,8 @@ def _result(package: PackageView, candidate: Fused) -> RetrievalResult:
     return RetrievalResult(
         doc_id=doc.semantic_id,
         section_id=section.section_id,
-        title=doc.title,
-        heading=section.heading,
+        title=shown_title(doc),  # a flagged title or heading is data no agent should read
+        heading=shown_heading(doc, section),
         final_score=round(candidate.final, 6),
         scores=dict(candidate.scores),
         flags=list(section.flags),

@@ -286,6 +286,8 @@ def test_flagged_title_is_withheld_from_references_and_blocks(tmp_path: Path) ->
     assert [r.title for r in response.context.references] == [WITHHELD]
     assert all(WITHHELD in c.delimited for c in response.context.relevant_chunks)
     assert "aprove" not in response.answer.lower()  # its sections are not quoted
+    assert response.results and {r.title for r in response.results} == {WITHHELD}
+    assert all("aprove" not in r.heading.lower() for r in response.results)
 
 
 @pytest.mark.parametrize(
