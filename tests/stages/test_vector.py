@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.package.reader import KnowledgePackage
 from router.package.view import PackageView
-from router.stages.vector import vector_search
+from router.stages.vector import MAX_EMBED_CHARS, vector_search
 from router.vectors.hash_embedder import HashEmbedder
 from tests.common import ALFA, BETA, with_all_records
 
@@ -49,3 +50,35 @@ def test_vector_search_finds_the_asking_tenants_own_sections(
     found = asyncio.run(vector_search(view, HashEmbedder(), vindex, query, tenant, 10))
     assert doc_tenant(view, found[0][0]) == tenant
     assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+
+
+class _Recording(HashEmbedder):
+    """The test embedder, remembering what it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
+        self.asked += texts
+        return await super().embed(texts, kind)
+
+
+def test_the_embedder_reads_a_bounded_part_of_any_question(
+    vpackage: KnowledgePackage, vindex: LocalVectorIndex
+) -> None:
+    """A 2,000-character question costs the embedder no more than a long real one: tokens no
+    word is that long are dropped, the rest cut at a word under MAX_EMBED_CHARS; a question of
+    such tokens alone is not embedded at all."""
+    view, embedder = vpackage.view(None), _Recording()
+    long_question = "validade da APR " * 200
+    found = asyncio.run(vector_search(view, embedder, vindex, long_question, None, 5))
+    assert found and len(embedder.asked[-1]) <= MAX_EMBED_CHARS
+    words = " ".join(long_question.split())
+    assert words.startswith(embedder.asked[-1] + " ")  # cut between two words
+    noise = "x" * 2000
+    assert asyncio.run(vector_search(view, embedder, vindex, noise, None, 5)) == []
+    assert len(embedder.asked) == 1
+    short = "Qual a validade da APR?"
+    asyncio.run(vector_search(view, embedder, vindex, short, None, 5))
+    assert embedder.asked[-1] == short  # a real question is embedded whole
