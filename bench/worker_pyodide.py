@@ -24,7 +24,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.pyodide.client import PyodideHost, WorkerResponse, run_wrangler  # noqa: E402
+from tests.pyodide.client import (  # noqa: E402
+    PyodideHost,
+    WorkerResponse,
+    run_wrangler,
+    store_api_key,
+)
 
 from router.analysis.analyzer import AnalyzerConfig  # noqa: E402
 from router.compile.beir import load_beir  # noqa: E402
@@ -107,8 +112,7 @@ def run_worker(
             persist_to=state,
             log=work / f"host-{name}-{role}.log",
             vectorize={"dimensions": 256},
-            # anonymous access on: the shared questions need no key (tenant ones still do:
-            # the benchmark does not yet store keys, ADR 0012 — they answer 401 until it does)
+            # anonymous access on for the shared questions; a tenant's carry its key (ADR 0012)
             vars={"KR_QUERY_LOG": "on" if query_log else "off", "KR_ALLOW_ANONYMOUS": "on"},
         )
 
@@ -120,6 +124,13 @@ def run_worker(
                 publisher.bulk_store(folder, manifest["knowledge_version"], rows)
             else:
                 publisher.publish(folder)
+    tenants = sorted({str(body["tenant"]) for body in bodies if body.get("tenant")})
+    keys = {tenant: store_api_key(state, tenant) for tenant in tenants}
+
+    def credential(body: dict[str, Any]) -> dict[str, str] | None:
+        tenant = body.get("tenant")
+        return {"Authorization": f"Bearer {keys[tenant]}"} if tenant else None
+
     host = host_for("queries")
     started = time.perf_counter()
     with host:
@@ -129,11 +140,11 @@ def run_worker(
         heap_app = host.stats()["heap_bytes"]
         if not apart:
             host.publish(folder)
-        first = host.fetch("POST", "/v1/query", bodies[0])
+        first = host.fetch("POST", "/v1/query", bodies[0], headers=credential(bodies[0]))
         heap_loaded = host.stats()["heap_bytes"]
         warm = []
         for number, body in enumerate(bodies[1:], start=1):
-            warm.append(host.fetch("POST", "/v1/query", body))
+            warm.append(host.fetch("POST", "/v1/query", body, headers=credential(body)))
             if on_progress is not None:
                 on_progress(number)
         final = host.stats()

@@ -45,9 +45,7 @@ def _damage(path: Path, how: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["truncated", "garbage", "unopenable"])
-def test_a_damaged_kv_file_keeps_the_last_good_version_serving(
-    state: LocalState, how: str
-) -> None:
+def test_a_damaged_kv_file_keeps_the_last_good_version_serving(state: LocalState, how: str) -> None:
     clock = Clock()
     service = KnowledgeService(kv=state.kv, blobs=state.blobs, clock=clock)
     good = asyncio.run(service.query(QUESTION)).knowledge_version
@@ -64,9 +62,7 @@ def test_a_damaged_kv_file_keeps_the_last_good_version_serving(
 
 
 @pytest.mark.parametrize("how", ["truncated", "garbage"])
-def test_a_damaged_kv_file_before_any_load_is_a_503_json_error(
-    state: LocalState, how: str
-) -> None:
+def test_a_damaged_kv_file_before_any_load_is_a_503_json_error(state: LocalState, how: str) -> None:
     _damage(state.root / "kv.sqlite", how)
     client = TestClient(create_app(KnowledgeService(kv=state.kv, blobs=state.blobs)))
     for response in (client.post("/v1/query", json={"query": "APR"}), client.get("/v1/health")):

@@ -269,3 +269,19 @@ class PyodideHost:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def store_api_key(state: Path, tenant: str) -> str:
+    """A new API key for ``tenant`` written into wrangler's local D1 under ``state`` (as an
+    operator would with ``wrangler d1 execute``; the migrations must be applied); returns the
+    plaintext key."""
+    from router.auth.api_keys import new_key
+
+    plaintext, record = new_key(tenant, "2026-06-15T00:00:00Z")
+    values = ", ".join(
+        f"'{v}'" for v in (record.key_id, record.tenant, record.key_hash, record.created_at)
+    )
+    sql = f"INSERT INTO api_keys (key_id, tenant, key_hash, created_at) VALUES ({values})"
+    local = ["--local", "--persist-to", str(state), "--env="]
+    run_wrangler(["d1", "execute", "KNOWLEDGE_DB", *local, "--command", sql])
+    return plaintext

@@ -34,7 +34,6 @@ from kr.golden import load_golden
 from router import __version__
 from router.adapters.local.state import LocalState
 from router.adapters.local.vector_index import LocalVectorIndex
-from router.auth.api_keys import new_key
 from router.compile.build import BuildResult, build_knowledge, write_package
 from router.config import RetrievalBudget, RouterConfig
 from router.errors import InvalidRequestError
@@ -44,7 +43,15 @@ from router.ports import VectorRecord
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, write_doc
-from tests.pyodide.client import HOST, ROOT, PyodideHost, node_env, node_executable, run_wrangler
+from tests.pyodide.client import (
+    HOST,
+    ROOT,
+    PyodideHost,
+    node_env,
+    node_executable,
+    run_wrangler,
+    store_api_key,
+)
 from tests.pyodide.fetch_wheels import ensure_wheels
 
 PYODIDE_DIR = Path(HOST).parent
@@ -80,19 +87,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory, hash_build: BuildResult)
     return state
 
 
-def _store_key(state: Path, tenant: str) -> str:
-    """A new API key for ``tenant`` written into wrangler's local D1 (as an operator would
-    with ``wrangler d1 execute``); returns the plaintext key."""
-    plaintext, record = new_key(tenant, "2026-06-15T00:00:00Z")
-    values = ", ".join(
-        f"'{v}'" for v in (record.key_id, record.tenant, record.key_hash, record.created_at)
-    )
-    sql = f"INSERT INTO api_keys (key_id, tenant, key_hash, created_at) VALUES ({values})"
-    local = ["--local", "--persist-to", str(state), "--env="]
-    run_wrangler(["d1", "execute", "KNOWLEDGE_DB", *local, "--command", sql])
-    return plaintext
-
-
 @pytest.fixture(scope="session")
 def worker(
     tmp_path_factory: pytest.TempPathFactory, hash_build: BuildResult, package_dir: Path
@@ -115,7 +109,7 @@ def worker(
         ]
     )
     for tenant in (ALFA, BETA):
-        WORKER_KEYS[tenant] = _store_key(state, tenant)
+        WORKER_KEYS[tenant] = store_api_key(state, tenant)
     manifest = hash_build.package.manifest
     host = PyodideHost(
         persist_to=state,
