@@ -18,6 +18,7 @@ from router.errors import BindingError
 from router.ports import ACTIVE_VERSION_KEY
 from router.service import KV_RETRY_S, REFUSED_RETRY_S, KnowledgeService
 from router.stages.cache import QueryCache
+from router.sync import run_sync
 from tests.common import CountedStore
 
 QUESTION = QueryRequest(query="O que é APR?")
@@ -190,3 +191,10 @@ def test_a_cached_answer_never_carries_another_callers_text(state: LocalState) -
         dumped = response.model_dump_json()
         assert "VALIDADE" not in dumped and "Menezes" not in dumped and "APR," not in dumped
         assert response.trace["stages"]["normalize"]["text"].startswith("qual a validade")
+
+
+def test_the_local_stores_answer_without_an_event_loop_too(state: LocalState) -> None:
+    """``run_sync`` drives a coroutine without a loop (benchmarks, synchronous callers): the
+    SQLite work then runs inline instead of failing for want of a loop."""
+    service = KnowledgeService(kv=state.kv, blobs=state.blobs)
+    assert run_sync(service.query(QUESTION)).results[0].doc_id == "apr"

@@ -177,9 +177,16 @@ class SqliteKeyValueStore:
 
 
 async def _in_thread(work: Callable[..., T], *args: Any, where: str) -> T:
-    """Run blocking SQLite work off the event loop; its errors become ``BindingError``."""
+    """Run blocking SQLite work off the event loop; its errors become ``BindingError``.
+    Driven without a loop (``router.sync.run_sync``), there is no loop to keep free: inline."""
     try:
-        return await asyncio.to_thread(work, *args)
+        asyncio.get_running_loop()
+    except RuntimeError:
+        running = False
+    else:
+        running = True
+    try:
+        return await asyncio.to_thread(work, *args) if running else work(*args)
     except sqlite3.Error as exc:
         raise BindingError(f"{where}: {exc}") from exc
 
