@@ -55,7 +55,9 @@ def _arena_package(built: BuildResult) -> tuple[KnowledgePackage, list[str]]:
         into.append(name)
         return target
 
-    budget = ReaderBudget(shard_bytes=0, arena_min_shard_bytes=1)  # refetched by every query
+    budget = ReaderBudget(
+        shard_bytes=0, arena_bytes=16 * MIB, arena_min_shard_bytes=1
+    )  # refetched by every query
     package = load_package(
         files["manifest.json"], files.__getitem__, budget=budget, fetch_chunk_into=fetch_into
     )
@@ -117,7 +119,7 @@ def test_interleaved_queries_score_from_their_own_shards(
         copy_into(blob, target)
         return target
 
-    budget = ReaderBudget(shard_bytes=1, arena_min_shard_bytes=1)
+    budget = ReaderBudget(shard_bytes=1, arena_bytes=16 * MIB, arena_min_shard_bytes=1)
     shared = load_package(
         files["manifest.json"], files.__getitem__, budget=budget, fetch_chunk_into=fetch_into
     )
