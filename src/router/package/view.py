@@ -389,7 +389,7 @@ class PackageView(VersionFacts):
         return self.parts[0].partition.postings.cache.arena.lease()
 
     def end_lease(self, lease: ArenaLease | None) -> None:
-        """Drop the lease's arena shards and give the arena back (None: nothing to do)."""
+        """Give the arena back: the query's arena shards are dead bytes now (None: no lease)."""
         if lease is not None:
             self.parts[0].partition.postings.cache.end_lease(lease)
 
