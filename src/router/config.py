@@ -103,6 +103,34 @@ Worker's shard arena holds at most): its rarest terms first, the commonest left 
 (``router.stages.fetch_budget``). A bound on one request's cost, never reached by the 1M
 benchmark's queries (the largest read 11.9 MB)."""
 
+# Bounds on what one question may make the stages do (issue 12, item 4: a hostile question of
+# 2,000 characters must cost under 50 ms of CPU on the sample; bench/worst_request.py). Each is
+# above what the golden set's questions need (measured: no golden result changes), and a stage
+# that reaches one says so in its trace (``truncated``); docs/security.md lists them all.
+DEFAULT_MAX_QUERY_WORDS = 32
+"""Words of a question the analyzer stems, stopwords included (``Analyzer.bounded_terms``); the
+rest is left out. The golden set's longest has 14; past 32 go 1 of SciFact's 1,109 questions, 2
+of FaQuAD's 900, 4 of PIRA's 452 and 8 of Cranfield's 225 (CISI's paragraph-long queries, 76 of
+112, are read to their 32nd word). Cold Snowball stemming costs ~70 µs a word in CPython, and
+every later stage (term reads, BM25, keyword phrases, typo repair) grows with the terms."""
+DEFAULT_MAX_REPAIRED_WORDS = 4
+"""Unknown terms (and, apart, unknown surface words) of one question whose one-edit spellings
+the typo repair generates, in question order: a misspelled question has one to three (the
+golden set's most, 2)."""
+DEFAULT_MAX_TYPO_PROBES = 2_500
+"""Candidate spellings of one question checked against the partitions' Bloom filters (~3 µs
+each in CPython, a Worker's about twice that; a 10-letter word has ~550): the golden set's
+costliest question checked 3,400 before stem-level corrections were tried first, ``calibrassão
+de equipamneto`` needs ~1,900; at 2,500 no golden result changes (a few non-kept corrections of
+out-of-domain questions are left out), and a repair costs at most ~8 ms."""
+DEFAULT_MAX_EXPANSION_TERMS = 16
+"""Synonym terms the corrective expansion may add to one question, in all."""
+DEFAULT_MAX_KEYWORD_PHRASES = 20_000
+"""Keyword phrases filed under a question's terms that the keyword stage examines."""
+DEFAULT_MAX_GRAPH_EDGES = 5_000
+"""Edges the graph expansion reads and walks for one question (a hub section at a million
+sections has tens of thousands of backlinks); ``max_graph_nodes`` bounds what it keeps."""
+
 
 @dataclass(frozen=True)
 class RetrievalBudget:
@@ -114,9 +142,24 @@ class RetrievalBudget:
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
     max_postings: int = DEFAULT_MAX_POSTINGS
     max_fetched_postings: int = DEFAULT_MAX_FETCHED_POSTINGS
+    max_query_words: int = DEFAULT_MAX_QUERY_WORDS
+    max_repaired_words: int = DEFAULT_MAX_REPAIRED_WORDS
+    max_typo_probes: int = DEFAULT_MAX_TYPO_PROBES
+    max_expansion_terms: int = DEFAULT_MAX_EXPANSION_TERMS
+    max_keyword_phrases: int = DEFAULT_MAX_KEYWORD_PHRASES
+    max_graph_edges: int = DEFAULT_MAX_GRAPH_EDGES
 
     def __post_init__(self) -> None:
         owner = "RetrievalBudget"
+        check_count(owner, "max_query_words", self.max_query_words)
+        for name in (
+            "max_repaired_words",
+            "max_typo_probes",
+            "max_expansion_terms",
+            "max_keyword_phrases",
+            "max_graph_edges",
+        ):
+            check_count(owner, name, getattr(self, name), 0)
         check_count(owner, "max_postings", self.max_postings)
         check_count(owner, "max_fetched_postings", self.max_fetched_postings)
         check_count(owner, "max_documents", self.max_documents)

@@ -2,7 +2,10 @@
 
 Why one object: the trace is the explanation a caller gets with every answer (PRD §39), and the
 budget (PRD §21) is measured on the same clock, so a stage that starts after the budget is spent
-is skipped and the skip is recorded where the caller reads the rest.
+is skipped and the skip is recorded where the caller reads the rest. A long stage (typo repair,
+expansion, keyword phrases, graph walk, the pure BM25 scorer) also asks ``deadline`` between its
+steps, stops when the budget is spent and says so (``budget_exceeded`` in its trace, ``latency
+in <stage>`` in ``exceeded``). The clock is injected, so tests force a deadline without timing.
 """
 
 from __future__ import annotations
@@ -11,10 +14,70 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TRACE_TOP_N", "DocRef", "SectionRef", "Trace"]
+__all__ = ["NO_DEADLINE", "TRACE_TOP_N", "Deadline", "DocRef", "SectionRef", "Trace", "WorkLimit"]
 
 TRACE_TOP_N = 10
 """Candidates a ranking stage lists in the trace (the full lists stay in the state)."""
+
+Deadline = Callable[[], bool]
+"""True once the request's latency budget is spent: what a long loop asks between its steps."""
+
+
+def _never() -> bool:
+    return False
+
+
+NO_DEADLINE: Deadline = _never
+"""The deadline that never passes: work done outside a request (benchmarks, a stage's tests)."""
+
+
+@dataclass
+class WorkLimit:
+    """Steps one stage may take for one request (a named bound), and its deadline; what it
+    spent, and why it stopped: ``truncated`` (the bound) or ``timed_out`` (the deadline)."""
+
+    allowed: int
+    deadline: Deadline = NO_DEADLINE
+    spent: int = 0
+    truncated: bool = False
+    timed_out: bool = False
+
+    def take(self, steps: int = 1) -> bool:
+        """Whether ``steps`` more may be taken (then counted); False once either stopped it."""
+        if self.truncated or self.timed_out:
+            return False
+        if self.deadline():
+            self.timed_out = True
+            return False
+        if self.spent + steps > self.allowed:
+            self.truncated = True
+            return False
+        self.spent += steps
+        return True
+
+    def share(self, steps: int) -> int:
+        """How many of ``steps`` may be taken (then counted): all, the rest of the bound, or 0
+        once the deadline or the bound stopped it."""
+        if self.truncated or self.timed_out:
+            return 0
+        if self.deadline():
+            self.timed_out = True
+            return 0
+        granted = min(steps, self.allowed - self.spent)
+        if granted < steps:
+            self.truncated = True
+        self.spent += granted
+        return granted
+
+    def report(self, trace: Trace, stage: str) -> dict[str, bool]:
+        """The stage's trace flags (empty when nothing stopped it); a timeout is recorded."""
+        flags: dict[str, bool] = {}
+        if self.truncated:
+            flags["truncated"] = True
+        if self.timed_out:
+            flags["budget_exceeded"] = True
+            trace.cut(stage)
+        return flags
 
 
 class SectionRef(int):
@@ -94,6 +157,16 @@ class Trace:
             return False
         self.exceeded.append(f"latency before {stage}")
         return True
+
+    def deadline(self) -> bool:
+        """True when the latency budget is spent (nothing recorded: ``cut`` records the stop)."""
+        return (self.clock() - self.started) * 1000 > self.budget_ms
+
+    def cut(self, stage: str) -> None:
+        """Record that ``stage`` stopped early because the latency budget was spent."""
+        note = f"latency in {stage}"
+        if note not in self.exceeded:
+            self.exceeded.append(note)
 
     def references(self) -> tuple[set[int], set[int]]:
         """(sections, documents) the stages named so far."""

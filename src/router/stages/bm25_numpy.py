@@ -48,6 +48,7 @@ from router.stages import bm25_pruning
 from router.stages.bm25 import QueryList
 from router.stages.bm25_pruning import COMPLETION_RESERVE, Ranking, ScoreBounds, weighted_top_k
 from router.stages.filters import Mask
+from router.trace import NO_DEADLINE, Deadline
 
 __all__ = [
     "ARRAY_CACHE_BYTES",
@@ -207,14 +208,23 @@ def served_top_k(
     bounds: ScoreBounds | None = None,
     max_postings: int | None = None,
     arrays: PostingArrays | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> Ranking:
     """The lexical stage's top k: ``numpy_top_k`` where numpy imports, else ``weighted_top_k``
-    (the same ranking either way)."""
+    (the same ranking either way, as long as the ``deadline`` does not stop the pure path)."""
     if numpy_available():
         return numpy_top_k(
-            query, k, allowed, bounds=bounds, max_postings=max_postings, arrays=arrays
+            query,
+            k,
+            allowed,
+            bounds=bounds,
+            max_postings=max_postings,
+            arrays=arrays,
+            deadline=deadline,
         )
-    return weighted_top_k(query, k, allowed, bounds=bounds, max_postings=max_postings)
+    return weighted_top_k(
+        query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
+    )
 
 
 def numpy_top_k(
@@ -225,12 +235,16 @@ def numpy_top_k(
     bounds: ScoreBounds | None = None,
     max_postings: int | None = None,
     arrays: PostingArrays | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> Ranking:
     """``weighted_top_k(query, k, allowed, ...)``'s ranking with every posting summed by numpy;
     the pure path answers whenever identity is not guaranteed (module docstring). ``bounds``
-    and ``arrays`` are the package's memos (throwaway ones without them)."""
+    and ``arrays`` are the package's memos (throwaway ones without them); the ``deadline`` is
+    the pure path's (numpy sums a query within its postings budget in one step)."""
     if k <= 0 or not query or not numpy_available():
-        return weighted_top_k(query, k, allowed, bounds=bounds, max_postings=max_postings)
+        return weighted_top_k(
+            query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
+        )
     if bounds is None:
         bounds = ScoreBounds(max_bytes=0)
     memo = arrays if arrays is not None else PostingArrays(0)
@@ -257,7 +271,9 @@ def numpy_top_k(
         order = _summing_order(lists, total, space, k, allowed, max_postings)
         if order is not None:
             return Ranking(_top_k(order, k, allowed, space), False, total)
-    return weighted_top_k(query, k, allowed, bounds=bounds, max_postings=max_postings)
+    return weighted_top_k(
+        query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
+    )
 
 
 def _summing_order(

@@ -26,7 +26,10 @@ of SciFact and the golden set); with other weights they may differ in the last b
 1e-9, same ids in the same order). Reading on instead of completing is chosen by cost
 (``LOOKUP_COST``), and queries of at most ``SMALL_QUERY_POSTINGS`` postings are scored
 exhaustively; neither changes the result. A postings budget (``DEFAULT_MAX_POSTINGS``) bounds one
-query's work; when it cuts the scoring short the ranking says so (``Ranking.truncated``).
+query's work; when it cuts the scoring short the ranking says so (``Ranking.truncated``). The
+request's latency deadline (``deadline``) is asked between the windows of a long query and the
+steps of a long single list, never before the first: a query the clock allows is scored exactly
+as without it; one it stops returns the complete scores of the windows done (``timed_out``).
 
 Measured (bench/bm25_throughput.py, SciFact's 300 test queries, ~4,460 postings a query; table in
 bench/README.md): accumulating costs ~50 ns a posting in CPython 3.11 with the plain loop below;
@@ -63,6 +66,7 @@ from router.stages.bm25 import (
     weighted_scores,
 )
 from router.stages.bm25_threshold import threshold_top_k
+from router.trace import NO_DEADLINE, Deadline
 
 __all__ = [
     "COMPLETION_RESERVE",
@@ -114,11 +118,13 @@ class Ranking:
     ``truncated``: the postings budget stopped the scoring early; sections that only the postings
     left unread would have surfaced may be missing, but every score returned is complete.
     ``postings``: postings read (accumulated, or looked up to complete a candidate).
+    ``timed_out``: the latency deadline stopped it (``truncated`` is then True too).
     """
 
     ranked: list[tuple[int, float]]
     truncated: bool = False
     postings: int = 0
+    timed_out: bool = False
 
 
 @dataclass
@@ -181,10 +187,12 @@ def weighted_top_k(
     *,
     bounds: ScoreBounds | None = None,
     max_postings: int | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> Ranking:
     """The k best sections by ``weighted_scores(query)`` among the allowed ones, without scoring
     them all (module docstring); ``bounds`` is the package's memo (a throwaway one without it),
-    and ``max_postings`` the query's budget (``DEFAULT_MAX_POSTINGS`` when None)."""
+    ``max_postings`` the query's budget (``DEFAULT_MAX_POSTINGS`` when None), ``deadline`` the
+    request's (asked between windows and steps of long lists)."""
     if k <= 0 or not query:
         return Ranking([])
     if any(weight < 0 for _, _, weight in query):  # bounds assume impacts only add up
@@ -210,9 +218,9 @@ def weighted_top_k(
     if headed is not None:
         return Ranking(headed.ranked, headed.truncated, headed.postings)
     if len(lists) == 1:
-        return _one_list_top_k(lists[0], k, allowed, budget)
+        return _one_list_top_k(lists[0], k, allowed, budget, deadline)
     if total > WINDOW_POSTINGS:
-        return _windowed_top_k(lists, k, allowed, budget, bounds)
+        return _windowed_top_k(lists, k, allowed, budget, bounds, deadline)
     return _Search(lists, k, allowed, budget).run(bounds)
 
 
@@ -222,7 +230,12 @@ def _reserve(budget: int, k: int, lists: int) -> int:
 
 
 def _windowed_top_k(
-    lists: list[_List], k: int, allowed: Collection[int] | None, budget: int, bounds: ScoreBounds
+    lists: list[_List],
+    k: int,
+    allowed: Collection[int] | None,
+    budget: int,
+    bounds: ScoreBounds,
+    deadline: Deadline = NO_DEADLINE,
 ) -> Ranking:
     """MaxScore over consecutive ranges of section numbers, each with ~``WINDOW_POSTINGS``
     postings: a window's search starts from the k-th best complete score found so far (a lower
@@ -233,7 +246,9 @@ def _windowed_top_k(
     A query the budget cannot read whole gives each window the budget's share of its postings
     (what a window leaves unused passes on): every window is cut alike, so no range of section
     numbers is favoured. A query that fits reads all it needs: its windows' completions may
-    spend up to the budget once more (a query costs at most twice its budget)."""
+    spend up to the budget once more (a query costs at most twice its budget). Past the
+    ``deadline`` (asked after each window) the windows left are not read: the ranking is the
+    best of the windows done, ``timed_out``."""
     space = max(entry[2].num_sections for entry in lists)
     total = sum(entry[5] - entry[4] for entry in lists)
     width = -(-space // -(-total // WINDOW_POSTINGS))
@@ -243,8 +258,11 @@ def _windowed_top_k(
     prepared: dict[int, _Tail] = {}
     best: list[float] = []  # the k best complete scores so far, a heap
     kept: dict[int, float] = {}
-    read, passed, truncated = 0, 0, False
+    read, passed, truncated, timed_out = 0, 0, False, False
     for low in range(0, space, width):
+        if passed and deadline():
+            truncated = timed_out = True
+            break
         window = _window(lists, low, low + width)
         if not window:
             continue
@@ -270,7 +288,7 @@ def _windowed_top_k(
             kept[section] = score
         if len(best) == k and len(kept) > 4 * k:
             kept = {s: v for s, v in kept.items() if v >= best[0]}
-    return Ranking(_select(kept, k, lists), truncated, read)
+    return Ranking(_select(kept, k, lists), truncated, read, timed_out)
 
 
 def _window(lists: list[_List], low: int, high: int) -> list[_List]:
@@ -285,14 +303,25 @@ def _window(lists: list[_List], low: int, high: int) -> list[_List]:
     return window
 
 
-def _one_list_top_k(entry: _List, k: int, allowed: Collection[int] | None, budget: int) -> Ranking:
+def _one_list_top_k(
+    entry: _List,
+    k: int,
+    allowed: Collection[int] | None,
+    budget: int,
+    deadline: Deadline = NO_DEADLINE,
+) -> Ranking:
     """A query of one list: its k largest impacts (equal ones by section id), read in steps
     and kept in a heap of k — a long list (a common word asked alone) costs O(k) memory, not
-    a score per section it holds (≈ 11 MiB for one word at 100k sections before)."""
+    a score per section it holds (≈ 11 MiB for one word at 100k sections before). Past the
+    ``deadline`` (asked after each step) the rest of the list is not read."""
     _, _, postings, _, start, end, weight = entry
     stop = min(end, start + max(0, budget))
     best: list[tuple[float, int]] = []  # (impact, −section): the heap's order is the ranking's
+    timed_out = False
     for low in range(start, stop, ACCUMULATE_STEP):
+        if low > start and deadline():
+            stop, timed_out = low, True
+            break
         high = min(stop, low + ACCUMULATE_STEP)
         sections = postings.section_ids[low:high].tolist()  # type: ignore[attr-defined]
         impacts = postings.scores[low:high].tolist()  # type: ignore[attr-defined]
@@ -301,7 +330,7 @@ def _one_list_top_k(entry: _List, k: int, allowed: Collection[int] | None, budge
             pairs = ((q, -s) for q, s in zip(impacts, sections, strict=True) if s in allowed)
         best = heapq.nlargest(k, chain(best, pairs))
     ranked = [(-section, impact * weight if weight != 1 else impact) for impact, section in best]
-    return Ranking(ranked, stop < end, stop - start)
+    return Ranking(ranked, stop < end, stop - start, timed_out)
 
 
 class _Search:

@@ -3,19 +3,23 @@
 Why bounded: a knowledge graph is dense; following every edge would drag the whole base into
 the context. Only the neighbours of the best few sections are considered (depth 1 by default),
 ranked by seed score × relation weight, and at most ``max_nodes`` are kept. The edges are read
-per query, for the sections the expansion leaves from (``router.package.graph_chunks``).
+per query, for the sections the expansion leaves from (``router.package.graph_chunks``); at most
+``RetrievalBudget.max_graph_edges`` of them are read and walked, and the walk stops at the
+latency deadline (the trace says ``truncated`` / ``budget_exceeded``).
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from router.config import DEFAULT_MAX_GRAPH_EDGES
 from router.errors import RouterError
 from router.package.text_store import TextReads
 from router.stages.exact import hit_section
-from router.trace import SectionRef
+from router.trace import SectionRef, WorkLimit
 
 if TYPE_CHECKING:
     from router.state import GraphNode, QueryState, Ranked
@@ -53,10 +57,14 @@ def expand(
     allowed: Collection[int] | None,
     depth: int,
     max_nodes: int,
+    limit: WorkLimit | None = None,
 ) -> list[tuple[int, float, str]]:
-    """Neighbours of the seeds (not the seeds themselves), best first: (section, score, via)."""
+    """Neighbours of the seeds (not the seeds themselves), best first: (section, score, via).
+    ``limit``: the edges walked (``RetrievalBudget.max_graph_edges``) and the deadline, asked
+    per section left from; past either, the walk keeps what it reached."""
     if not seeds or max_nodes <= 0 or depth <= 0:
         return []
+    limit = limit or WorkLimit(DEFAULT_MAX_GRAPH_EDGES)
     top = max(score for _, score in seeds) or 1.0
     frontier = [(section, score / top) for section, score in seeds]
     found: dict[int, tuple[float, str]] = {}
@@ -64,7 +72,9 @@ def expand(
     for level in range(depth):
         next_frontier: list[tuple[int, float]] = []
         for section, weight in frontier:
-            for neighbour, relation in graph.neighbours(section).items():
+            edges = graph.neighbours(section)
+            walked = limit.share(len(edges))
+            for neighbour, relation in itertools.islice(edges.items(), walked):
                 if neighbour in visited or (allowed is not None and neighbour not in allowed):
                     continue
                 score = weight * RELATION_WEIGHTS[relation]
@@ -107,16 +117,21 @@ async def graph_neighbours(state: QueryState) -> list[GraphNode]:
     config = state.config
     seeds = graph_seeds(state)
     details: dict[str, object] = {}
+    depth, max_edges = config.graph_depth, config.budget.max_graph_edges
+    read_limit = WorkLimit(max_edges, state.trace.deadline)
     try:
-        edges, reads = await _read_levels(state, [s for s, _ in seeds], config.graph_depth)
+        edges, reads = await _read_levels(state, [s for s, _ in seeds], depth, read_limit)
     except RouterError as exc:
         edges, reads = {}, TextReads(0, 0, 0, 0)
         details["error"] = state.note_unreadable("graph edges", exc)
+    walk = WorkLimit(max_edges, state.trace.deadline)
     neighbours = expand(
-        LoadedEdges(edges), seeds, state.allowed, config.graph_depth, config.budget.max_graph_nodes
+        LoadedEdges(edges), seeds, state.allowed, depth, config.budget.max_graph_nodes, walk
     )
     if reads.round_trips:
         details.update(chunks_fetched=reads.chunks_fetched, bytes_fetched=reads.bytes_fetched)
+    for limit in (read_limit, walk):
+        details.update(limit.report(state.trace, "graph"))
     state.trace.stage(
         "graph",
         seeds=[SectionRef(s) for s, _ in seeds],
@@ -127,17 +142,21 @@ async def graph_neighbours(state: QueryState) -> list[GraphNode]:
 
 
 async def _read_levels(
-    state: QueryState, seeds: list[int], depth: int
+    state: QueryState, seeds: list[int], depth: int, limit: WorkLimit
 ) -> tuple[dict[int, dict[int, str]], TextReads]:
     """The edges of the seeds and, level by level up to ``depth``, of every neighbour reached:
-    what ``expand`` can follow (a superset of the sections it does)."""
+    what ``expand`` can follow (a superset of the sections it does). A level is read only while
+    ``limit`` allows the edges read so far (and the deadline has not passed)."""
     edges: dict[int, dict[int, str]] = {}
     reads = TextReads(0, 0, 0, 0)
     frontier = set(seeds)
-    for _ in range(depth if seeds else 0):
+    for level in range(depth if seeds else 0):
+        if level and not limit.take(0):  # the seeds' edges are always read
+            break
         found, cost = await state.package.load_edges(frontier - set(edges), RELATION_WEIGHTS)
         edges.update(found)
         reads = reads.then(cost)
+        limit.take(sum(map(len, found.values())))
         frontier = {t for s in frontier for t in edges.get(s, {})} - set(edges)
         if not frontier:
             break

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from router.config import DEFAULT_MAX_KEYWORD_PHRASES
 from router.package.keywords import KEYWORD_KINDS
 from router.package.view import PackageView
+from router.trace import WorkLimit
 
 __all__ = ["keyword_matches"]
 
@@ -21,22 +23,30 @@ _RANKS = [_KIND_RANK[kind] for kind in KEYWORD_KINDS]
 
 
 def keyword_matches(
-    package: PackageView, terms: Sequence[str], allowed: Collection[int] | None
+    package: PackageView,
+    terms: Sequence[str],
+    allowed: Collection[int] | None,
+    limit: WorkLimit | None = None,
 ) -> list[tuple[int, float]]:
     """Sections whose whole keyword phrase is in the question, longest phrase first.
 
     Score = share of the question's distinct terms the phrase explains (0..1]. The phrases are
     those filed under the question's terms in each partition's vocabulary chunks (loaded for
-    this query); a phrase is filed under one of its terms, so each is met once.
+    this query); a phrase is filed under one of its terms, so each is met once. ``limit``: the
+    phrases examined (``RetrievalBudget.max_keyword_phrases``), counted per term in sorted
+    order; past it, the terms left are not examined (``limit.truncated``).
     """
-    distinct = set(terms)
+    distinct = sorted(set(terms))
     if not distinct:
         return []
+    limit = limit or WorkLimit(DEFAULT_MAX_KEYWORD_PHRASES)
     best: dict[int, tuple[float, int]] = {}
     for index in range(len(package.parts)):
         entries = [package.term_entries(t)[index] for t in distinct]
         asked = {entry.id: entry for entry in entries if entry is not None}
         for entry in asked.values():
+            if not limit.take(len(entry.keywords)):
+                break
             for phrase, section, kind in entry.keywords:
                 if not all(t in asked for t in phrase):
                     continue

@@ -19,7 +19,7 @@ from router.stages.confidence import LexicalConfidence, lexical_confidence
 from router.stages.fetch_budget import within_fetch_budget
 from router.stages.keyword import keyword_matches
 from router.stages.terms import read_terms
-from router.trace import TRACE_TOP_N, SectionRef
+from router.trace import TRACE_TOP_N, SectionRef, WorkLimit
 
 if TYPE_CHECKING:
     from router.package.arena import ArenaLease
@@ -73,10 +73,12 @@ def _search(
 ) -> Lexical:
     """Keyword phrases and BM25F over the loaded shards, and the confidence of the result."""
     package, config, allowed = state.package, state.config, state.allowed
-    keyword = keyword_matches(package, terms, allowed)[: config.bm25_candidates]
+    phrases = WorkLimit(config.budget.max_keyword_phrases)  # cheap steps: a count, no deadline
+    keyword = keyword_matches(package, terms, allowed, phrases)[: config.bm25_candidates]
     state.trace.stage(
         "keyword" + stage_suffix,
         matches=[[SectionRef(s), round(v, 3)] for s, v in keyword[:TRACE_TOP_N]],
+        **phrases.report(state.trace, "keyword" + stage_suffix),
     )
     weights = state.block_weights
     query = query_lists(package, scored, weights, bm25_method(package), reads.shards)
@@ -89,6 +91,7 @@ def _search(
         bounds=bounds,
         max_postings=config.budget.max_postings,
         arrays=arrays,
+        deadline=state.trace.deadline,
     )
     ranked = ranking.ranked
     confidence = lexical_confidence(package, scored, ranked, weights, config, reads.shards)
@@ -101,6 +104,9 @@ def _search(
         details["truncated"] = True
     if left_out:
         details["terms_left_out"] = left_out
+    if ranking.timed_out:  # the deadline stopped the scoring between its windows
+        details["budget_exceeded"] = True
+        state.trace.cut("bm25" + stage_suffix)
     if state.unreadable:  # some index reads failed: scored on what could be read
         details["error"] = state.unreadable[-1]
     if reads.round_trips or term_reads.round_trips:
