@@ -111,8 +111,11 @@ async def run_cascade(
     trace = Trace(clock, clock(), config.budget.max_latency_ms)
     query = normalize_query(request.query)
     trace.stage("normalize", text=query.text)
-    features = analyze_query(query, view.analyzer)
-    trace.stage("analyze", terms=features.terms, intent=features.intent)
+    features = analyze_query(query, view.analyzer, config.budget.max_query_words)
+    analyzed: dict[str, object] = {"terms": features.terms, "intent": features.intent}
+    if features.truncated:  # words past max_query_words, or too long to be words
+        analyzed.update(truncated=True, words=len(features.words))
+    trace.stage("analyze", **analyzed)
     state = QueryState(view, request, config, trace, query, features, query_day(request, today))
 
     cache_key = None

@@ -28,8 +28,10 @@ from router.checks import check_choice, check_count
 from router.errors import ConfigError
 
 __all__ = [
+    "MAX_QUERY_WORD_CHARS",
     "Analyzer",
     "AnalyzerConfig",
+    "BoundedTerms",
     "StemFunction",
     "snowball_stem_function",
 ]
@@ -41,6 +43,44 @@ _SPAN = re.compile(r"[^\W_]+(?:[-./_][^\W_]+)*")
 _CONNECTOR = re.compile(r"[-./_]")
 _PLURAL_AO = re.compile(r"(?:ões|ães)$")
 _DEFAULT_MIN_WORD_LENGTH = 2
+
+MAX_QUERY_WORD_CHARS = 64
+"""A question's word (or whole code) longer than this is left out of its terms: no word of the
+languages served is that long (Portuguese's longest has 29 letters), a code that long is an id
+the exact stage resolves whole, and a 2,000-letter token would otherwise be stemmed, folded and
+looked up as one term. Documents are analysed whole (``terms``): the bound is the query's."""
+
+
+@dataclass(frozen=True)
+class BoundedTerms:
+    """The terms of a question's first words (``Analyzer.bounded_terms``)."""
+
+    terms: list[str]
+    words: list[str]  # the plain words stemmed, lower-cased, in order (what typo repair reads)
+    truncated: bool  # words were left out: past the bound, or longer than MAX_QUERY_WORD_CHARS
+
+
+class _WordBudget:
+    """Words a bounded analysis may still stem, and the words it stemmed."""
+
+    __slots__ = ("left", "truncated", "words")
+
+    def __init__(self, words: int) -> None:
+        self.left = words
+        self.truncated = False
+        self.words: list[str] = []
+
+    def admits(self, word: str) -> bool:
+        """Whether ``word`` is analysed (it is counted either way: a bound on the scan too)."""
+        if self.left <= 0:
+            self.truncated = True
+            return False
+        self.left -= 1
+        if len(word) > MAX_QUERY_WORD_CHARS:
+            self.truncated = True
+            return False
+        self.words.append(word.casefold())
+        return True
 
 
 @dataclass(frozen=True)
@@ -132,6 +172,19 @@ class Analyzer:
             self._span_terms(match.group(), out)
         return out
 
+    def bounded_terms(self, text: str, max_words: int) -> BoundedTerms:
+        """``terms`` of the first ``max_words`` words of a question (each word counted once it is
+        split from its code and its camelCase), words longer than ``MAX_QUERY_WORD_CHARS`` left
+        out: a question's analysis costs at most ``max_words`` stems whatever it holds."""
+        out: list[str] = []
+        budget = _WordBudget(max_words)
+        for match in _SPAN.finditer(normalize_text(text)):
+            if budget.left <= 0:
+                budget.truncated = True
+                break
+            self._span_terms(match.group(), out, budget)
+        return BoundedTerms(out, budget.words, budget.truncated)
+
     def word_stem(self, word: str) -> str | None:
         """Stem of one plain word, or None when it is a stopword or too short."""
         lowered = word.casefold()
@@ -175,24 +228,27 @@ class Analyzer:
                 return known
         return self.surface_stem(lowered)
 
-    def _span_terms(self, span: str, out: list[str]) -> None:
+    def _span_terms(self, span: str, out: list[str], budget: _WordBudget | None = None) -> None:
         if _CONNECTOR.search(span):
-            if self.config.keep_codes:
+            if self.config.keep_codes and (budget is None or len(span) <= MAX_QUERY_WORD_CHARS):
                 whole = fold(span)
                 out.append(whole)
                 compact = _CONNECTOR.sub("", whole)
                 if compact != whole and any(ch.isdigit() for ch in compact):
                     out.append(compact)
             for piece in _CONNECTOR.split(span):
-                self._word_terms(piece, out)
+                self._word_terms(piece, out, budget)
             return
-        self._word_terms(span, out)
+        self._word_terms(span, out, budget)
 
-    def _word_terms(self, word: str, out: list[str]) -> None:
+    def _word_terms(self, word: str, out: list[str], budget: _WordBudget | None = None) -> None:
         parts = split_camel(word)
-        if len(parts) > 1 and self.config.keep_codes:
+        whole = budget is None or len(word) <= MAX_QUERY_WORD_CHARS
+        if len(parts) > 1 and self.config.keep_codes and whole:
             out.append(fold(word))
         for part in parts:
+            if budget is not None and not budget.admits(part):
+                continue
             stem = self.word_stem(part)
             if stem is not None:
                 out.append(stem)

@@ -6,6 +6,7 @@ without ranking; it is also how the UI's focus ("explique este campo") resolves 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from router.state import QueryState
 
 __all__ = [
+    "MAX_QUERY_IDS",
     "ExactHit",
     "describe_hit",
     "exact_hits",
@@ -43,6 +45,10 @@ _ID_LIKE = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z][A-Za-z0-9_-]*+(?:[.#][A-Za-z]
 does and its runs never backtrack, so a long token costs one pass (it was quadratic: 40 ms for
 2,000 letters)."""
 
+MAX_QUERY_IDS = 16
+"""Ids taken from a question's text as exact keys, in order: a question names one or two, and
+a 2,000-character one could hold 400 (400 keys to look up and resolve)."""
+
 
 @dataclass(frozen=True)
 class ExactHit:
@@ -59,7 +65,8 @@ def query_keys(query: NormalizedQuery) -> list[str]:
     stripped = _LEADING_QUESTION.sub("", query.folded).strip()
     if stripped and stripped != query.folded:
         keys.append(stripped)
-    return keys + [fold(m.group()) for m in _ID_LIKE.finditer(query.text)]
+    ids = itertools.islice(_ID_LIKE.finditer(query.text), MAX_QUERY_IDS)
+    return keys + [fold(m.group()) for m in ids]
 
 
 async def look_up_keys(state: QueryState) -> TextReads | RouterError:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from router.analysis.analyzer import Analyzer
+from router.config import DEFAULT_MAX_QUERY_WORDS
 from router.contract import Complexity, Intent, TaskType
 from router.stages.normalizer import NormalizedQuery
 
@@ -172,7 +173,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 class QueryFeatures:
     """What the analyzer learned about the question."""
 
-    terms: list[str]
+    terms: list[str]  # of its first ``max_query_words`` words (``truncated``: some were left out)
     intent: Intent
     potential_action: bool
     task_type: TaskType
@@ -180,10 +181,17 @@ class QueryFeatures:
     short_query: bool
     deictic: bool
     value_question: bool
+    words: tuple[str, ...] = ()  # the plain words analysed, lower-cased (typo repair's input)
+    truncated: bool = False
 
 
-def analyze_query(query: NormalizedQuery, analyzer: Analyzer) -> QueryFeatures:
-    terms = analyzer.terms(query.text)
+def analyze_query(
+    query: NormalizedQuery, analyzer: Analyzer, max_words: int = DEFAULT_MAX_QUERY_WORDS
+) -> QueryFeatures:
+    """Terms of the question's first ``max_words`` words (``Analyzer.bounded_terms``), intent
+    and task type."""
+    bounded = analyzer.bounded_terms(query.text, max_words)
+    terms = bounded.terms
     words = _WORD.findall(query.folded)
     potential_action = _is_action_request(query.folded, words)
     task_type = _task_type(query.folded, words)
@@ -197,6 +205,8 @@ def analyze_query(query: NormalizedQuery, analyzer: Analyzer) -> QueryFeatures:
         deictic=_DEICTIC.search(query.folded) is not None,
         value_question=task_type == "structured_numeric"
         or bool(re.match(r"^(qual|quais|quem|quando)\b", query.folded)),
+        words=tuple(bounded.words),
+        truncated=bounded.truncated,
     )
 
 
