@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING
 
 from router.errors import RouterError
 from router.stages.expansion import (
+    RepairCandidates,
+    RepairLimits,
     SynonymIndex,
     expand_terms,
     repair_candidates,
+    stem_corrections,
     surface_stems,
 )
 from router.stages.lexical import Lexical, lexical_search
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from router.config import RouterConfig
     from router.stages.confidence import LexicalConfidence
     from router.state import QueryState
+    from router.trace import Trace
 
 __all__ = ["correct", "is_weak", "unknown_words"]
 
@@ -40,28 +44,47 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     """Expand once (typo repair, then synonyms); the most confident of the tries is kept.
 
     The candidates' vocabulary entries are read before choosing (one round trip, for the few
-    the partitions' Bloom filters let through)."""
+    the partitions' Bloom filters let through): the stem-level candidates first, then — for the
+    words whose stem found no correction, the only ones a surface correction could change —
+    the corpus words sounding alike or one edit away (``surface_stems``), so a question whose
+    typos the stems repair never spends reads or probes on its words. The repair is bounded
+    (``RepairLimits``: words, spellings checked, the deadline) and a retry starts only while
+    the budget lasts; the trace says ``truncated`` when a bound left words unrepaired,
+    ``budget_exceeded`` when the deadline stopped the stage."""
+    budget, trace = state.config.budget, state.trace
+    limits = RepairLimits(budget.max_repaired_words, budget.max_typo_probes, trace.deadline)
     unknown = await unknown_words(state)
-    by_word = await _surface_candidates(state, unknown)
-    candidates = repair_candidates(state.package, lexical.terms, by_word)
+    # the stem level first (its corrections win); the surface words only for what it left
+    stems = repair_candidates(state.package, lexical.terms, {}, limits)
+    await read_terms(state, stems.terms())
+    fixed = stem_corrections(state.package, stems.by_term)
+    left = {word: stem for word, stem in unknown.items() if stem not in fixed}
+    by_word = {} if limits.stopped else await _surface_candidates(state, left, limits)
+    candidates = RepairCandidates(stems.by_term, by_word)
     await read_terms(state, candidates.terms())
     package = state.package
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
-    expansion = expand_terms(package, lexical.terms, candidates, synonyms, unknown)
+    expansion = expand_terms(
+        package, lexical.terms, candidates, synonyms, unknown, budget.max_expansion_terms
+    )
+    bounded = _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
     if not expansion.changed:
-        state.trace.stage("corrective", changed=False)
+        _record(state, limits, bounded, changed=False)
         return lexical
     best, tried = lexical, []
-    if expansion.corrections:
+    if expansion.corrections and not _out_of_time(limits, trace):
         corrected = expansion.terms[: len(lexical.terms)]
         tried.append(await lexical_search(state, corrected, "_corrected"))
-    if expansion.synonyms and (not tried or is_weak(tried[0].confidence, state.config)):
+    weak = not tried or is_weak(tried[0].confidence, state.config)
+    if expansion.synonyms and weak and not _out_of_time(limits, trace):
         tried.append(await lexical_search(state, expansion.terms, "_expanded"))
     for candidate in tried:
         if candidate.confidence.value > best.confidence.value:
             best = candidate
-    state.trace.stage(
-        "corrective",
+    _record(
+        state,
+        limits,
+        bounded,
         changed=True,
         corrections=expansion.corrections,
         synonyms=expansion.synonyms if best.terms == expansion.terms else [],
@@ -72,28 +95,53 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     return best
 
 
+def _bounds_reached(limits: RepairLimits, synonyms_full: bool) -> dict[str, object]:
+    """The trace's account of the bounds this repair reached (empty when none was)."""
+    if not (limits.truncated or synonyms_full):
+        return {}
+    return {"truncated": True, "typo_probes": limits.probes}
+
+
+def _out_of_time(limits: RepairLimits, trace: Trace) -> bool:
+    """True (and remembered) when the budget is spent: no further retry starts."""
+    if not limits.timed_out and trace.deadline():
+        limits.timed_out = True
+    return limits.timed_out
+
+
+def _record(
+    state: QueryState, limits: RepairLimits, bounded: dict[str, object], **details: object
+) -> None:
+    if limits.timed_out:
+        state.trace.cut("corrective")
+        details["budget_exceeded"] = True
+    state.trace.stage("corrective", **details, **bounded)
+
+
 async def unknown_words(state: QueryState) -> dict[str, str]:
-    """Query words whose stem the index does not know (candidates for typo repair); their
-    stems' entries are read first (usually the query's own terms, already read)."""
+    """Query words whose stem the index does not know (candidates for typo repair), in question
+    order, among the words the analyzer read (``QueryFeatures.words``: at most
+    ``max_query_words``); their stems' entries are read first (usually the query's own terms,
+    already read)."""
     analyzer = state.package.analyzer
-    stems = {
-        word: analyzer.word_stem(word) for word in analyzer.vocabulary_words([state.query.text])
-    }
+    stems = {word: analyzer.word_stem(word) for word in dict.fromkeys(state.features.words)}
     await read_terms(state, [stem for stem in stems.values() if stem is not None])
     return {
         word: stem
-        for word, stem in sorted(stems.items())
+        for word, stem in stems.items()
         if stem is not None and not state.package.knows(stem)
     }
 
 
-async def _surface_candidates(state: QueryState, unknown: Mapping[str, str]) -> dict[str, set[str]]:
+async def _surface_candidates(
+    state: QueryState, unknown: Mapping[str, str], limits: RepairLimits
+) -> dict[str, set[str]]:
     """``surface_stems`` of the unknown words; none when the word chunks cannot be read (the
     stem-level repair still runs; the failure is named in ``state.unreadable``)."""
     if not unknown:
         return {}
     try:
-        return await surface_stems(state.package, unknown)
+        return await surface_stems(state.package, unknown, limits)
     except RouterError as exc:
         state.note_unreadable("typo words", exc)
         return {}
