@@ -34,7 +34,9 @@ NO_DEADLINE: Deadline = _never
 @dataclass
 class WorkLimit:
     """Steps one stage may take for one request (a named bound), and its deadline; what it
-    spent, and why it stopped: ``truncated`` (the bound) or ``timed_out`` (the deadline)."""
+    spent, and why it stopped: ``truncated`` (the bound) or ``timed_out`` (the deadline, which
+    the stage asks with ``expired`` between its steps — never before its first, so a stage
+    that starts always does some work and a clock only decides how far it goes)."""
 
     allowed: int
     deadline: Deadline = NO_DEADLINE
@@ -43,31 +45,26 @@ class WorkLimit:
     timed_out: bool = False
 
     def take(self, steps: int = 1) -> bool:
-        """Whether ``steps`` more may be taken (then counted); False once either stopped it."""
-        if self.truncated or self.timed_out:
-            return False
-        if self.deadline():
-            self.timed_out = True
-            return False
-        if self.spent + steps > self.allowed:
+        """Whether ``steps`` more may be taken (then counted); False once the bound is reached."""
+        if self.truncated or self.spent + steps > self.allowed:
             self.truncated = True
             return False
         self.spent += steps
         return True
 
     def share(self, steps: int) -> int:
-        """How many of ``steps`` may be taken (then counted): all, the rest of the bound, or 0
-        once the deadline or the bound stopped it."""
-        if self.truncated or self.timed_out:
-            return 0
-        if self.deadline():
-            self.timed_out = True
-            return 0
-        granted = min(steps, self.allowed - self.spent)
+        """How many of ``steps`` may be taken (then counted): all, or the rest of the bound."""
+        granted = 0 if self.truncated else min(steps, self.allowed - self.spent)
         if granted < steps:
             self.truncated = True
         self.spent += granted
         return granted
+
+    def expired(self) -> bool:
+        """True (and remembered) once the deadline has passed."""
+        if not self.timed_out and self.deadline():
+            self.timed_out = True
+        return self.timed_out
 
     def report(self, trace: Trace, stage: str) -> dict[str, bool]:
         """The stage's trace flags (empty when nothing stopped it); a timeout is recorded."""

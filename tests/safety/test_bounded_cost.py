@@ -288,10 +288,13 @@ def test_the_graph_walk_stops_at_the_deadline() -> None:
         def neighbours(self, section: int) -> dict[int, str]:
             return {section + 1: "link"}
 
-    ticks = iter([False, False, True])
+    ticks = iter([False, False, True])  # asked before levels 2, 3 and 4, never before the 1st
     limit = WorkLimit(10**6, lambda: next(ticks, True))
     found = expand(Chain(), [(0, 1.0)], None, depth=10, max_nodes=10, limit=limit)
-    assert limit.timed_out and [s for s, _, _ in found] == [1, 2]
+    assert limit.timed_out and [s for s, _, _ in found] == [1, 2, 3]
+    limit = WorkLimit(10**6, lambda: True)  # spent before the walk: the first level still runs
+    found = expand(Chain(), [(0, 1.0)], None, depth=10, max_nodes=10, limit=limit)
+    assert limit.timed_out and [s for s, _, _ in found] == [1]
 
 
 # --- the deadline inside long stages ------------------------------------------------------------

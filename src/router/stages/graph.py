@@ -61,7 +61,7 @@ def expand(
 ) -> list[tuple[int, float, str]]:
     """Neighbours of the seeds (not the seeds themselves), best first: (section, score, via).
     ``limit``: the edges walked (``RetrievalBudget.max_graph_edges``) and the deadline, asked
-    per section left from; past either, the walk keeps what it reached."""
+    before each level past the first; past either, the walk keeps what it reached."""
     if not seeds or max_nodes <= 0 or depth <= 0:
         return []
     limit = limit or WorkLimit(DEFAULT_MAX_GRAPH_EDGES)
@@ -70,6 +70,8 @@ def expand(
     found: dict[int, tuple[float, str]] = {}
     visited = {section for section, _ in seeds}
     for level in range(depth):
+        if level and limit.expired():  # a deeper level only while the budget lasts
+            break
         next_frontier: list[tuple[int, float]] = []
         for section, weight in frontier:
             edges = graph.neighbours(section)
@@ -151,7 +153,7 @@ async def _read_levels(
     reads = TextReads(0, 0, 0, 0)
     frontier = set(seeds)
     for level in range(depth if seeds else 0):
-        if level and not limit.take(0):  # the seeds' edges are always read
+        if level and (limit.truncated or limit.expired()):  # the seeds' edges are always read
             break
         found, cost = await state.package.load_edges(frontier - set(edges), RELATION_WEIGHTS)
         edges.update(found)
