@@ -24,9 +24,9 @@ from router.vectors.passages import passage_text
 def embed_collection(folder: Path, embedder: E5Embedder, cache: VectorCache) -> None:
     collection = load_beir(folder)
     with (folder / "queries.jsonl").open(encoding="utf-8") as handle:
-        # the vector stage embeds the normalized query (edge punctuation stripped), so that
-        # is the text cached; kr.beir_eval.plan_vectors checks the same form
-        queries = [cascade_query_text(json.loads(line)["text"]) for line in handle]
+        # the vector stage embeds the normalized, bounded query (as the model cuts it), so
+        # that is the text cached; kr.beir_eval.plan_vectors checks the same form
+        queries = [cascade_query_text(json.loads(line)["text"], embedder) for line in handle]
     passages = [passage_text(doc, doc.sections[0]) for doc in collection.documents]
     for kind, texts in (("query", queries), ("passage", passages)):
         started, done = time.perf_counter(), 0

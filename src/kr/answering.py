@@ -37,12 +37,20 @@ __all__ = [
     "CachedQueryEmbedder",
     "eval_config",
     "package_answerer",
+    "query_cache_key",
 ]
 
 UNBOUNDED_LATENCY_MS = 1e9
 EVAL_CACHE_ENTRIES = 4096
 """A fresh in-memory LRU per evaluation: repeated queries in a set are served from it (so the
 cache hit rate is the set's repetition rate), and nothing leaks in from earlier runs or KV."""
+
+
+def query_cache_key(encoder: Any, text: str) -> str:
+    """The text a question's vector is cached under: what ``encoder`` embeds of ``text`` (cut to
+    its own bound, e5's ``bounded_query``), so that a cached vector is the one serving computes."""
+    bound = getattr(encoder, "bounded_query", None)
+    return str(bound(text)) if bound is not None else text
 
 
 class CachedQueryEmbedder:
@@ -59,6 +67,8 @@ class CachedQueryEmbedder:
         self.cache = VectorCache(encoder.model_id, encoder.dimensions, cache_root)
 
     async def embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
+        if kind == "query":
+            texts = [query_cache_key(self.encoder, text) for text in texts]
         rows = self.cache.embed(
             kind, list(texts), lambda batch: np.asarray(self.encoder.encode(batch, kind))
         )

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from kr.answering import eval_config, package_answerer
+from kr.answering import eval_config, package_answerer, query_cache_key
 from kr.evaluation import EvalReport, EvalSettings, evaluate
 from kr.golden import GoldenQuery
 from router.analysis.analyzer import AnalyzerConfig
@@ -40,6 +40,7 @@ from router.package.listing import postings_bytes
 from router.package.manifest import Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.stages.normalizer import normalize_query
+from router.stages.vector import embedded_text
 from router.vectors.passages import passage_text
 
 __all__ = [
@@ -158,9 +159,11 @@ class VectorPlan:
     note: str | None = None
 
 
-def cascade_query_text(text: str) -> str:
-    """The text the vector stage embeds for a query (normalized, as the cascade does)."""
-    return normalize_query(text[:MAX_QUERY_CHARS]).text
+def cascade_query_text(text: str, encoder: Any = None) -> str:
+    """The text the vector stage embeds for a query (normalized and bounded, as the cascade
+    does, ``embedded_text``), cut as ``encoder`` cuts it: the key of its cached vector."""
+    asked = embedded_text(normalize_query(text[:MAX_QUERY_CHARS]).text)
+    return query_cache_key(encoder, asked) if encoder is not None else asked
 
 
 def plan_vectors(
@@ -180,7 +183,7 @@ def plan_vectors(
     encoder = embedder_by_name(choice)
     cache = VectorCache(encoder.model_id, encoder.dimensions, cache_root)
     passages = {passage_text(d, s) for d in collection.documents for s in d.sections}
-    queries = {cascade_query_text(collection.queries[q]) for q in collection.qrels}
+    queries = {cascade_query_text(collection.queries[q], encoder) for q in collection.qrels}
     missing_p = sum(cache.get("passage", t) is None for t in passages)
     missing_q = sum(cache.get("query", t) is None for t in queries)
     rate = EMBED_RATE_PER_S[choice]
@@ -209,7 +212,7 @@ def prefetch_query_vectors(
     the latency figures would measure the local model's cold single-text calls instead of
     retrieval (in the Worker the embedder is a Workers AI call). Returns how many were new."""
     cache = VectorCache(encoder.model_id, encoder.dimensions, cache_root)
-    texts = sorted({cascade_query_text(collection.queries[q]) for q in collection.qrels})
+    texts = sorted({cascade_query_text(collection.queries[q], encoder) for q in collection.qrels})
     missing = [t for t in texts if cache.get("query", t) is None]
     if missing:
         cache.embed("query", missing, lambda batch: np.asarray(encoder.encode(batch, "query")))

