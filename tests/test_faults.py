@@ -58,7 +58,7 @@ def test_a_damaged_kv_file_keeps_the_last_good_version_serving(state: LocalState
         assert answer.json()["results"][0]["doc_id"] == "apr"
         clock.now += KV_RETRY_S + 1  # asked again, and still failing
     health = client.get("/v1/health").json()
-    assert health["knowledge_version"] == good
+    assert health["knowledge_version"] == good and health["status"] == "degraded"
     assert "active version" in health["last_load_error"] and good in health["last_load_error"]
 
 

@@ -295,6 +295,46 @@ def test_credentials_decide_the_tenant_in_pyodide(worker: PyodideHost) -> None:
     assert other.status == 403 and other.json()["error"]["code"] == "tenant_mismatch"
 
 
+def test_the_workers_default_refuses_a_caller_without_a_key(
+    tmp_path: Path, package_dir: Path, hash_build: BuildResult
+) -> None:
+    """Anonymous access is off unless the Worker's variables turn it on: no credential is a
+    401 with a Bearer challenge, on health's neighbour /v1/metrics too, while a key answers."""
+    state = tmp_path / "wrangler-state"
+    run_wrangler(
+        [
+            "d1",
+            "migrations",
+            "apply",
+            "KNOWLEDGE_DB",
+            "--local",
+            "--persist-to",
+            str(state),
+            "--env=",
+        ]
+    )
+    key = store_api_key(state, ALFA)
+    strict_vars = {k: v for k, v in WORKER_VARS.items() if k != "KR_ALLOW_ANONYMOUS"}
+    dimensions = int(hash_build.package.manifest.embedding["dimensions"])
+    with PyodideHost(
+        persist_to=state,
+        log=state / "host.log",
+        vectorize={"dimensions": dimensions, "metadataIndexes": ["version"]},
+        vars=strict_vars,
+    ) as host:
+        assert host.publish(package_dir)["activated"]
+        question = {"query": "O que é APR?"}
+        for method, path, body in (("POST", "/v1/query", question), ("GET", "/v1/metrics", None)):
+            refused = host.fetch(method, path, body=body)
+            assert refused.status == 401, refused.body
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+            assert refused.json()["error"]["code"] == "credentials_required"
+        keyed = host.fetch(
+            "POST", "/v1/query", body=question, headers={"Authorization": f"Bearer {key}"}
+        )
+        assert keyed.status == 200 and keyed.json()["results"][0]["doc_id"] == "apr"
+
+
 def test_a_corrupt_new_version_is_refused_and_the_previous_keeps_serving(
     worker: PyodideHost, hash_build: BuildResult, tmp_path: Path
 ) -> None:
@@ -313,10 +353,11 @@ def test_a_corrupt_new_version_is_refused_and_the_previous_keeps_serving(
     data = bytearray(postings.read_bytes())
     data[len(data) // 2] ^= 0xFF
     postings.write_bytes(bytes(data))
+    assert worker.fetch("GET", "/v1/health").json()["knowledge_version"] == good  # loaded once
     try:
         worker.store_unverified(folder, newer.knowledge_version)
         health = worker.fetch("GET", "/v1/health").json()
-        assert health["knowledge_version"] == good
+        assert health["knowledge_version"] == good and health["status"] == "degraded"
         assert newer.knowledge_version in (health["last_load_error"] or "")
         answer = worker.fetch("POST", "/v1/query", body={"query": "O que é APR?"})
         assert answer.status == 200

@@ -160,7 +160,8 @@ def _add_routes(
             return _error(503, exc.code, exc.message)
         return JSONResponse(
             {
-                "status": "ok",
+                # degraded: serving the last good version while a newer one is refused
+                "status": "degraded" if svc.last_load_error else "ok",
                 "knowledge_version": package.version,
                 "documents": package.document_count,
                 "sections": package.section_count,
