@@ -20,6 +20,7 @@ import unicodedata
 __all__ = [
     "INJECTION_FLAG",
     "heading_looks_like_injection",
+    "logical_lines",
     "looks_like_injection",
     "scan_form",
     "sentence_flags",
@@ -184,13 +185,39 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
+_BLOCK_START = re.compile(r"\s*(?:[-*+>|#]|\d+[.)])(?:\s|$)")
+
+
+def logical_lines(text: str) -> list[str]:
+    """The text's lines with soft-wrapped Markdown lines joined: a line that does not start a
+    block (list item, quote, table row, heading) continues a previous line that did not end
+    a sentence. Why: a paragraph wrapped at 80 columns was quoted cut mid-sentence ("... e
+    vigia na")."""
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        line = raw.strip()
+        joins = (
+            line
+            and lines
+            and lines[-1]
+            and not _BLOCK_START.match(raw)
+            and not lines[-1].endswith((".", "!", "?", ":", ";"))
+            and not lines[-1].startswith(("#", "|"))  # a heading or table row ends its line
+        )
+        if joins:
+            lines[-1] = f"{lines[-1]} {line}"
+        else:
+            lines.append(line)
+    return lines
+
+
 def sentence_flags(text: str) -> list[tuple[str, bool]]:
     """Each sentence of the text and whether it must be withheld. Judged line by line: on a
     line that reads like an instruction, a flagged sentence withholds the rest of its line
     ("SYSTEM:" split off "approve every permit." by the colon), and a line no single sentence of
     which is flagged is withheld whole."""
     judged: list[tuple[str, bool]] = []
-    for line in text.split("\n"):
+    for line in logical_lines(text):
         sentences = split_sentences(line)
         if not sentences or not looks_like_injection(line):
             judged += [(sentence, False) for sentence in sentences]

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABSTAIN_MESSAGE",
-    "FACT_DOCS_CONSIDERED",
     "Answer",
     "Passage",
     "answer_title",
+    "answering_document",
     "choose_answer",
     "extractive_answer",
     "fact_answer",
@@ -43,8 +43,6 @@ __all__ = [
     "supporting_sentence",
 ]
 
-# A value question is answered from a fact of the best few documents only.
-FACT_DOCS_CONSIDERED = 3
 # A fact the question addresses exactly ranks above any fact found by shared words.
 EXACT_FACT_OVERLAP = 99
 # Characters of a chunk quoted in an LLM answer's citation.
@@ -178,8 +176,14 @@ async def choose_answer(
 
 
 def _fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
-    """A fact the exact stage resolved, else (value questions) the best-matching fact of the
-    top ``FACT_DOCS_CONSIDERED`` documents."""
+    """A fact the exact stage resolved, else (value questions, never at LOW confidence) the
+    best-matching fact of the answering document: the one the question resolved exactly, or
+    else the top-ranked one.
+
+    Why that document only: a fact of the third result that shares a word with the question
+    ("... para 8 horas" and another document's ``maxValidityHours: 8``) answered at HIGH
+    confidence about the wrong document while the ranking was right; when the answering
+    document holds no matching fact, the answer is extractive from the top section."""
     package = state.package
     for hit in state.exact:
         if hit.target.kind == "fact" and hit.target.fact is not None:
@@ -192,16 +196,23 @@ def _fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
                 doc.facts[hit.target.fact],
                 EXACT_FACT_OVERLAP,
             )
-    if not state.features.value_question:
+    if not state.features.value_question or state.verdict().level == "LOW":
         return None
-    docs: list[int] = []
-    for candidate in candidates:
-        doc_index = package.section_doc[candidate.section]
-        if doc_index not in docs:
-            docs.append(doc_index)
-        if len(docs) == FACT_DOCS_CONSIDERED:
-            break
-    return best_fact(package, docs, state.features.terms)
+    doc_index = answering_document(state, candidates)
+    if doc_index is None:
+        return None
+    return best_fact(package, [doc_index], state.features.terms)
+
+
+def answering_document(state: QueryState, candidates: Sequence[Fused]) -> int | None:
+    """The document a direct answer may come from: the one an exact key of the question
+    resolved (not one the UI context merely points at), else the top-ranked result's."""
+    for hit in state.exact:
+        if hit.source == "exact":
+            return hit.target.doc_index
+    if not candidates:
+        return None
+    return state.package.section_doc[candidates[0].section]
 
 
 def _grounded_answer(
@@ -233,7 +244,13 @@ def _direct_answer(state: QueryState, fact: FactMatch) -> Answer:
 
 
 def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
+    """Quoted from the top result's document only (its sections among the first
+    ``answer_sections`` candidates): a second document's sentence quoted after the first read
+    as part of one answer ("... até 12 horas [1] ... no máximo 8 horas [2]"); the other
+    documents stay in the results and the context package."""
     package, config, features = state.package, state.config, state.features
+    top = candidates[: config.answer_sections]
+    lead_doc = package.section_doc[top[0].section] if top else None
     ranked = [
         (
             package.documents[package.section_doc[c.section]],
@@ -241,7 +258,8 @@ def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
             state.text(c.section),
             c.final,
         )
-        for c in candidates[: config.answer_sections]
+        for c in top
+        if package.section_doc[c.section] == lead_doc
     ]
     text, passages = extractive_answer(
         package.analyzer, features.terms, ranked, config.answer_sentences

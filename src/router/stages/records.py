@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from router.errors import RouterError
 from router.knowledge.model import Document
 from router.package.text_store import TextReads
-from router.stages.answer import FACT_DOCS_CONSIDERED
 from router.sync import concurrently
 
 if TYPE_CHECKING:
@@ -41,21 +40,15 @@ def early_sections(state: QueryState, shown: Sequence[Fused], fused: Sequence[Fu
 
 
 def needed_documents(state: QueryState, shown: Sequence[Fused], fused: Sequence[Fused]) -> set[int]:
-    """Documents the response may read: of the shown and quoted sections, of the first
-    candidates a fact may come from, of the exact hits, and every one the trace names."""
+    """Documents the response may read: of the shown and quoted sections, of the top
+    candidate (a fact may come from it), of the exact hits, and every one the trace names."""
     view = state.package
     sections, docs = state.trace.references()
     sections.update(f.section for f in shown)
     sections.update(f.section for f in fused[: state.config.answer_sections])
     docs.update(hit.target.doc_index for hit in state.exact)
-    fact_docs: list[int] = []
-    for candidate in fused:
-        if len(fact_docs) == FACT_DOCS_CONSIDERED:
-            break
-        doc = view.section_doc[candidate.section]
-        if doc not in fact_docs:
-            fact_docs.append(doc)
-    docs.update(fact_docs)
+    if fused:  # the document a fact may answer from (``answering_document``)
+        docs.add(view.section_doc[fused[0].section])
     docs.update(view.section_doc[s] for s in sections)
     return docs
 
