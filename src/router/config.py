@@ -25,6 +25,7 @@ from router.contract import LEVELS
 from router.errors import ConfigError
 from router.knowledge.model import TRUST_LEVELS
 from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
+from router.stages.calibration import DEFAULT_CONFIDENCE_MODEL, ConfidenceModel
 
 __all__ = [
     "DEFAULT_CACHE_ENTRIES",
@@ -44,18 +45,16 @@ SOURCE_NAMES = ("keyword", "bm25", "vector")
 DEFAULT_TOP_K = 5
 # Candidate pool the BM25 stage keeps before filters and answer selection.
 DEFAULT_BM25_CANDIDATES = 50
-# Confidence (0..1) at or above which a lexical result is HIGH / MEDIUM. PRD §20 starts at
-# 0.85 / 0.60; tuned on SciFact train + the golden set (ADR 0006): at 0.46 the vector stage runs on
-# 40% of SciFact train queries (94% at 0.85) for nDCG@10 0.714 (BM25 0.698, always-RRF 0.726),
-# and golden hit@1 rises from 0.828 to 0.848 with the e5 fallback.
-DEFAULT_HIGH_CONFIDENCE = 0.46
-DEFAULT_MEDIUM_CONFIDENCE = 0.36
-# How much strength and margin shape the lexical confidence (0 = ignored, 1 = multiplies fully).
-DEFAULT_STRENGTH_WEIGHT = 0.5
-DEFAULT_MARGIN_WEIGHT = 0.0
-# Below this confidence, or when the best section holds under this share of the question's
-# terms, the router abstains instead of returning the "least bad" passage (tuned on the golden set).
-DEFAULT_ABSTAIN_BELOW = 0.34
+# The lexical confidence is P(top result relevant) (router.stages.calibration, ADR 0019),
+# HIGH / MEDIUM at or above these. HIGH at 0.5: the vector stage still runs on ~40% of SciFact
+# train questions, as tuned in ADR 0006, and the top result of a HIGH one is relevant 78% of
+# the time there (91% on the golden set). LOW (P < 0.25) abstains after the corrective
+# expansion (seed 001 §8.6) unless a close vector match lifts it.
+DEFAULT_HIGH_CONFIDENCE = 0.5
+DEFAULT_MEDIUM_CONFIDENCE = 0.25
+# Below this probability, or when the best section holds under this share of the question's
+# terms, the router abstains instead of returning the "least bad" passage.
+DEFAULT_ABSTAIN_BELOW = 0.25
 DEFAULT_MIN_COVERAGE = 0.5
 # Sentences quoted in an extractive answer, and how many sections they may come from.
 DEFAULT_ANSWER_SENTENCES = 3
@@ -177,8 +176,7 @@ class RouterConfig:
     field_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_FIELD_WEIGHTS)
     high_confidence: float = DEFAULT_HIGH_CONFIDENCE
     medium_confidence: float = DEFAULT_MEDIUM_CONFIDENCE
-    strength_weight: float = DEFAULT_STRENGTH_WEIGHT
-    margin_weight: float = DEFAULT_MARGIN_WEIGHT
+    confidence_model: ConfidenceModel = DEFAULT_CONFIDENCE_MODEL
     abstain_below: float = DEFAULT_ABSTAIN_BELOW
     min_coverage: float = DEFAULT_MIN_COVERAGE
     answer_sentences: int = DEFAULT_ANSWER_SENTENCES
@@ -226,8 +224,6 @@ class RouterConfig:
             "medium_confidence",
             "abstain_below",
             "min_coverage",
-            "strength_weight",
-            "margin_weight",
         ):
             check_range(owner, name, getattr(self, name), 0.0, 1.0)
         check_order(
@@ -236,6 +232,8 @@ class RouterConfig:
             (self.high_confidence, self.medium_confidence, self.abstain_below),
         )
         check_range(owner, "vector_min_similarity", self.vector_min_similarity, -1.0, 1.0)
+        if not isinstance(self.confidence_model, ConfidenceModel):
+            raise ConfigError(f"{owner}.confidence_model must be a ConfidenceModel")
 
     def _check_weights(self) -> None:
         owner = "RouterConfig"

@@ -53,7 +53,10 @@ def build_response(
         confidence_level=verdict.reported_level,
         abstained=verdict.abstain,
         abstention_reason=(
-            verdict.reason or abstention_reason(state.features, state.lexical_result().confidence)
+            verdict.reason
+            or abstention_reason(
+                state.features, state.lexical_result().confidence, state.config.min_coverage
+            )
             if verdict.abstain
             else None
         ),
@@ -173,7 +176,9 @@ def _analysis(features: QueryFeatures, strategy: Strategy, confidence: float) ->
     )
 
 
-def abstention_reason(features: QueryFeatures, lexical: LexicalConfidence) -> str:
+def abstention_reason(
+    features: QueryFeatures, lexical: LexicalConfidence, min_coverage: float
+) -> str:
     """Why the router declined, in words a caller can act on."""
     if not features.terms:
         if features.deictic:
@@ -181,4 +186,9 @@ def abstention_reason(features: QueryFeatures, lexical: LexicalConfidence) -> st
         return "the question has no searchable terms"
     if lexical.coverage == 0:
         return "no document of this knowledge base uses the question's terms"
-    return f"best match covers {lexical.coverage:.0%} of the question's terms (too weak)"
+    if lexical.coverage < min_coverage:
+        return f"best match covers {lexical.coverage:.0%} of the question's terms (too weak)"
+    return (
+        f"the best match is probably not relevant (P = {lexical.value:.2f}, still low after "
+        "one retry with typo repair and synonyms)"
+    )

@@ -25,7 +25,7 @@ from kr.golden import load_golden
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
 from router.compile.indexer import BuildConfig, compile_documents
-from router.config import DEFAULT_BM25_CANDIDATES
+from router.config import DEFAULT_BM25_CANDIDATES, RetrievalBudget, RouterConfig
 from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.postings import Postings, decode_postings, encode_postings
 from router.package.reader import KnowledgePackage, load_package
@@ -323,10 +323,12 @@ def test_golden_responses_are_the_same_with_and_without_numpy(
     monkeypatch.setattr(bm25_numpy, "_top_k", counted)
     monkeypatch.setattr(bm25_numpy, "NUMPY_MIN_POSTINGS", 1)  # the sample's queries are small
     golden = load_golden(GOLDEN)
-    with_numpy = [run_query(package, g.request, today=TODAY).model_dump() for g in golden]
+    # no latency budget: a loaded machine must not cut a stage on one side only
+    config = RouterConfig(budget=RetrievalBudget(max_latency_ms=1e9))
+    with_numpy = [run_query(package, g.request, config, TODAY).model_dump() for g in golden]
     assert summed  # the numpy scorer did serve
     monkeypatch.setattr(bm25_numpy, "_numpy", None)  # as in the Worker
-    without = [run_query(package, g.request, today=TODAY).model_dump() for g in golden]
+    without = [run_query(package, g.request, config, TODAY).model_dump() for g in golden]
     for ours, pure, query in zip(with_numpy, without, golden, strict=True):
         assert _scored(ours) == _scored(pure), query.request.query
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABSTAIN_MESSAGE",
+    "CLARIFY_MESSAGE",
     "Answer",
     "Passage",
     "answer_title",
@@ -50,6 +51,10 @@ CITED_PASSAGE_CHARS = 300
 
 ABSTAIN_MESSAGE = (
     "Não encontrei na base de conhecimento informação suficiente para responder a esta pergunta."
+)
+CLARIFY_MESSAGE = (
+    "A que tela, aba ou campo você se refere? Diga o nome, ou envie a página (page), a aba "
+    "(tab) ou o campo em foco (focus) junto com a pergunta."
 )
 _MAX_PASSAGE_CHARS = 600
 
@@ -219,6 +224,8 @@ def _grounded_answer(
     state: QueryState, candidates: Sequence[Fused], fact: FactMatch | None, abstained: bool
 ) -> Answer:
     if abstained:
+        if state.verdict().clarify:
+            return Answer(CLARIFY_MESSAGE, [], "clarify_first")
         return Answer(ABSTAIN_MESSAGE, [], "safe_decline")
     if fact is not None:
         return _direct_answer(state, fact)

@@ -5,6 +5,8 @@ query's terms found in the best section, any field) and *strength* (its score ov
 those terms could reach anywhere, field weights applied) are. *Margin* (how far the best section is
 ahead of the second) separates a clear winner from a tie. A query whose words the knowledge never
 uses gets coverage 0 and the router abstains instead of returning the least bad passage.
+The three become one probability that the top result is relevant (``stages.calibration``), so
+the levels and the abstention threshold are probabilities too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from router.state import QueryState, Ranked
 
 __all__ = [
+    "CLARIFY_REASON",
     "CONTEXT_CONFIDENCE",
     "EXACT_CONFIDENCE",
     "Assessment",
@@ -38,6 +41,10 @@ __all__ = [
 ]
 
 UNREADABLE_REASON = "the knowledge store could not be read for this question; try again"
+CLARIFY_REASON = (
+    "the question refers to the screen (this field, tab or page) but no page, tab or focus "
+    "was given: ask which one"
+)
 
 # An exact id in the question is certain; a target named only by the UI context nearly so.
 EXACT_CONFIDENCE = 1.0
@@ -62,8 +69,8 @@ def lexical_confidence(
     config: RouterConfig,
     loaded: Loaded | None = None,
 ) -> LexicalConfidence:
-    """coverage × (1 − w_s + w_s·strength) × (1 − w_m + w_m·margin), each in 0..1 (the lists
-    read from the query's ``loaded`` shards)."""
+    """Coverage, strength and margin (each 0..1, the lists read from the query's ``loaded``
+    shards) and, from them, P(the top result is relevant) (``config.confidence_model``)."""
     distinct = list(dict.fromkeys(terms))
     unknown = [t for t in distinct if not package.knows(t)]
     if not distinct or not ranked:
@@ -76,11 +83,7 @@ def lexical_confidence(
     strength = min(1.0, score / ideal) if ideal > 0 else 0.0
     second = ranked[1][1] if len(ranked) > 1 else 0.0
     margin = 1.0 - second / score if score > 0 else 0.0
-    value = (
-        coverage
-        * (1 - config.strength_weight + config.strength_weight * strength)
-        * (1 - config.margin_weight + config.margin_weight * margin)
-    )
+    value = config.confidence_model.probability(coverage, strength, margin)
     return LexicalConfidence(coverage, strength, margin, value, matched, unknown)
 
 
@@ -142,6 +145,7 @@ class Assessment:
     level: Level
     abstain: bool
     reason: str | None = None  # why it abstains, when the terms' coverage is not the cause
+    clarify: bool = False  # abstains to ask for the UI context the question needs
 
     @property
     def reported_value(self) -> float:
@@ -153,8 +157,13 @@ class Assessment:
 
 
 def assess(state: QueryState) -> Assessment:
-    """Exact hits are HIGH; otherwise the lexical confidence decides the level and abstention."""
+    """Exact hits are HIGH; a question that names only the screen, asked without the UI
+    context, is declined with a request to clarify; otherwise the lexical confidence decides
+    the level and abstention."""
     exact, config = state.exact, state.config
+    if not exact and _needs_missing_context(state):
+        state.trace.stage("confidence", clarify=True, reason=CLARIFY_REASON)
+        return Assessment(0.0, "LOW", abstain=True, reason=CLARIFY_REASON, clarify=True)
     confidence = state.lexical_result().confidence
     if any(h.source == "exact" for h in exact):
         value = EXACT_CONFIDENCE
@@ -181,13 +190,19 @@ def assess(state: QueryState) -> Assessment:
     return Assessment(value, level, abstain)
 
 
+def _needs_missing_context(state: QueryState) -> bool:
+    request = state.request
+    given = request.page or request.tab or request.focus
+    return state.features.needs_ui_context and not given
+
+
 def with_vector_evidence(
     assessment: Assessment, vector: Ranked, config: RouterConfig
 ) -> Assessment:
     """A lexical abstention is lifted when the best vector match reaches
     ``vector_min_similarity``; the answer is then LOW, at least at ``abstain_below``."""
     rescued = bool(vector) and vector[0][1] >= config.vector_min_similarity
-    if not assessment.abstain or not rescued:
+    if not assessment.abstain or not rescued or assessment.clarify:
         return assessment
     return replace(
         assessment, level="LOW", value=max(assessment.value, config.abstain_below), abstain=False

@@ -14,6 +14,7 @@ from router.analysis.analyzer import Analyzer
 from router.config import DEFAULT_MAX_QUERY_WORDS
 from router.contract import Complexity, Intent, TaskType
 from router.stages.normalizer import NormalizedQuery
+from router.stages.question_frame import frame_question
 
 __all__ = ["QueryFeatures", "analyze_query"]
 
@@ -181,6 +182,7 @@ class QueryFeatures:
     short_query: bool
     deictic: bool
     value_question: bool
+    needs_ui_context: bool = False  # names only the screen ("explique este campo")
     words: tuple[str, ...] = ()  # the plain words analysed, lower-cased (typo repair's input)
     truncated: bool = False
 
@@ -188,10 +190,12 @@ class QueryFeatures:
 def analyze_query(
     query: NormalizedQuery, analyzer: Analyzer, max_words: int = DEFAULT_MAX_QUERY_WORDS
 ) -> QueryFeatures:
-    """Terms of the question's first ``max_words`` words (``Analyzer.bounded_terms``), intent
-    and task type."""
+    """Terms of the question's first ``max_words`` words (``Analyzer.bounded_terms``) without
+    its frame words (``question_frame``), intent and task type."""
     bounded = analyzer.bounded_terms(query.text, max_words)
-    terms = bounded.terms
+    frame = frame_question(analyzer, bounded.terms)
+    terms = frame.terms
+    deictic = _DEICTIC.search(query.folded) is not None
     words = _WORD.findall(query.folded)
     potential_action = _is_action_request(query.folded, words)
     task_type = _task_type(query.folded, words)
@@ -202,11 +206,12 @@ def analyze_query(
         task_type=task_type,
         complexity="low" if len(terms) <= 4 else "medium" if len(terms) <= 12 else "high",
         short_query=len(terms) <= 2,
-        deictic=_DEICTIC.search(query.folded) is not None,
+        deictic=deictic,
         value_question=task_type == "structured_numeric"
         or bool(re.match(r"^(qual|quais|quem|quando)\b", query.folded)),
         words=tuple(bounded.words),
         truncated=bounded.truncated,
+        needs_ui_context=frame.only_the_screen and (deictic or frame.names_the_screen),
     )
 
 

@@ -101,6 +101,8 @@ def vector_skip_reason(
         return "vector fallback disabled"
     if state.exact:
         return "exact hit"
+    if state.verdict().clarify:
+        return "the question needs the UI context"
     if state.verdict().level == "HIGH":
         return "lexical confidence HIGH"
     return None

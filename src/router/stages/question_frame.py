@@ -1,0 +1,70 @@
+"""Stage helper — the question's frame: words that shape a question but name no subject.
+
+Why: "Onde encontro os componentes?" was ranked on *onde* and *encontro* (rare in a small
+knowledge base, so heavy in BM25) and answered, at HIGH confidence, with EPI and emergency
+passages; "O que significa isso?" matched the one page that says "significa". Interrogatives,
+locative and demonstrative contractions ("desta", "aqui") and the verbs of asking ("explique",
+"encontro", "serve") are left out of the search terms when the question names something else.
+What is left decides whether a deictic question ("explique este campo") names anything at all
+besides the screen (field, tab, page): if not, it needs the UI context to be answered, and
+without it the router asks (``clarify_first``) instead of guessing.
+
+Closed classes per analyzer language, stemmed by the package's own analyzer, so they meet the
+question's terms whatever the stemmer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from router.analysis.analyzer import Analyzer
+
+__all__ = ["FRAME_WORDS", "UI_NOUNS", "QuestionFrame", "frame_question"]
+
+FRAME_WORDS: dict[str, str] = {
+    "portuguese": (
+        "onde quais qual aqui ali la aí daqui dali desta deste destas destes nesta neste nestas "
+        "nestes dessa desse dessas desses nessa nesse nessas nesses daquela daquele naquela "
+        "naquele encontro encontrar encontra encontramos acho achar vejo ver vemos fica ficam "
+        "explique explica explicar explicação significa significam significado serve servem "
+        "faço fazer faz"
+    ),
+    "english": "where which here there explain explanation means meaning find locate",
+}
+"""Interrogatives, place and demonstrative words, and verbs of asking (stopwords aside)."""
+
+UI_NOUNS: dict[str, str] = {
+    "portuguese": (
+        "campo campos tela telas página páginas aba abas botão botões opção opções item itens "
+        "seção formulário menu janela ícone"
+    ),
+    "english": "field fields screen page tab button option item section form menu window icon",
+}
+"""What a deictic question may point at on screen: naming one names no subject yet."""
+
+
+@dataclass(frozen=True)
+class QuestionFrame:
+    """The terms to search with, and whether the question names nothing but the screen."""
+
+    terms: list[str]
+    only_the_screen: bool
+    names_the_screen: bool  # a field, tab, page... is named ("explique o campo")
+
+
+def _stems(analyzer: Analyzer, table: dict[str, str]) -> frozenset[str]:
+    return frozenset(analyzer.terms(table.get(analyzer.config.language, "")))
+
+
+def frame_question(analyzer: Analyzer, terms: Sequence[str]) -> QuestionFrame:
+    """``terms`` without the frame words when anything else is left (else all of them), and
+    whether nothing but frame words and on-screen nouns was asked."""
+    frame = _stems(analyzer, FRAME_WORDS)
+    content = [t for t in terms if t not in frame]
+    on_screen = _stems(analyzer, UI_NOUNS)
+    return QuestionFrame(
+        terms=content or list(terms),
+        only_the_screen=not [t for t in content if t not in on_screen],
+        names_the_screen=any(t in on_screen for t in content),
+    )
