@@ -36,8 +36,10 @@ from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
 from router.stages.records import early_sections, load_records, needed_documents
+from router.stages.references import resolve_references
 from router.stages.terms import read_terms
 from router.stages.texts import load_texts, quoted_sections
+from router.stages.tiers import latency_tier, tier_config
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
@@ -85,8 +87,9 @@ async def cached_before_loading(
     if services.cache is None:
         return None, None
     trace = Trace(clock, clock(), 0.0)  # only its elapsed time is read
-    query = normalize_query(request.query)
-    found = await probe(services.cache, request, query.text, version, query_day(request, today))
+    query = normalize_query(resolve_references(request.query, request.context).text)
+    day = query_day(request, today)
+    found = await probe(services.cache, request, query.text, version, day)
     if found.response is None:
         return None, found
     response = from_cache(found.response, found.where, request.query, trace, services.metrics)
@@ -106,17 +109,23 @@ async def run_cascade(
     caller's view of it: the shared partition and the tenant's own, never another's.
     ``probed``: the cache already probed for it (``cached_before_loading``)."""
     view = package.view(request.tenant)
-    config = config or RouterConfig()
+    tier = latency_tier(request)
+    config = tier_config(config or RouterConfig(), tier)
     services = services or CascadeServices()
     trace = Trace(clock, clock(), config.budget.max_latency_ms)
-    query = normalize_query(request.query)
+    resolution = resolve_references(request.query, request.context)
+    if resolution.rule is not None:
+        trace.stage("references", rule=resolution.rule, resolved=resolution.text)
+    query = normalize_query(resolution.text)
     trace.stage("normalize", text=query.text)
     features = analyze_query(query, view.analyzer, config.budget.max_query_words)
     analyzed: dict[str, object] = {"terms": features.terms, "intent": features.intent}
     if features.truncated:  # words past max_query_words, or too long to be words
         analyzed.update(truncated=True, words=len(features.words))
     trace.stage("analyze", **analyzed)
-    state = QueryState(view, request, config, trace, query, features, query_day(request, today))
+    state = QueryState(
+        view, request, config, trace, query, features, query_day(request, today), tier=tier
+    )
 
     cache_key = None
     if services.cache is None:

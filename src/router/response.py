@@ -26,6 +26,7 @@ from router.stages.context_builder import shown_heading, shown_title
 from router.stages.fusion import Fused
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import QueryFeatures
+from router.stages.tiers import LatencyTier
 from router.state import QueryState
 from router.trace import Trace
 
@@ -61,7 +62,7 @@ def build_response(
             else None
         ),
         sources_used=["docs"],
-        analysis=_analysis(state.features, answer.strategy, confidence),
+        analysis=_analysis(state.features, answer.strategy, confidence, state.tier),
         knowledge_version=package.version,
         results=[_result(package, f) for f in shown],
         metadata=ResponseMetadata(
@@ -160,8 +161,11 @@ def _result(package: PackageView, candidate: Fused) -> RetrievalResult:
     )
 
 
-def _analysis(features: QueryFeatures, strategy: Strategy, confidence: float) -> QueryAnalysis:
+def _analysis(
+    features: QueryFeatures, strategy: Strategy, confidence: float, tier: LatencyTier
+) -> QueryAnalysis:
     return QueryAnalysis(
+        latency_tier=tier,
         needs_grounding=True,
         task_type=features.task_type,
         complexity=features.complexity,

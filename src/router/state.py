@@ -24,6 +24,7 @@ from router.stages.bm25 import block_weights
 from router.stages.filters import Mask, Visibility, VisibleMasks, visibility_masks
 from router.stages.normalizer import NormalizedQuery
 from router.stages.query_analyzer import QueryFeatures
+from router.stages.tiers import LatencyTier
 from router.trace import Trace
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class QueryState:
     query: NormalizedQuery
     features: QueryFeatures
     day: str
+    tier: LatencyTier = "normal"
     exact: list[ExactHit] = field(default_factory=list)
     lexical: Lexical | None = None
     graph: list[GraphNode] = field(default_factory=list)

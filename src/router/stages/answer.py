@@ -206,7 +206,7 @@ def _fact(state: QueryState, candidates: Sequence[Fused]) -> FactMatch | None:
     doc_index = answering_document(state, candidates)
     if doc_index is None:
         return None
-    return best_fact(package, [doc_index], state.features.terms)
+    return best_fact(package, [doc_index], state.features.terms, state.features.answer_type)
 
 
 def answering_document(state: QueryState, candidates: Sequence[Fused]) -> int | None:
@@ -280,8 +280,16 @@ def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
         )
         for p in passages
     ]
-    strategy: Strategy = "multi_backend_agent" if features.potential_action else "simple_rag"
-    return Answer(text or ABSTAIN_MESSAGE, citations, strategy)
+    return Answer(text or ABSTAIN_MESSAGE, citations, _extractive_strategy(state))
+
+
+def _extractive_strategy(state: QueryState) -> Strategy:
+    """An action request is for the agent; at the ``quality`` tier an answer the vectors or
+    the reranker shaped is ``enriched_rag``; else ``simple_rag``."""
+    if state.features.potential_action:
+        return "multi_backend_agent"
+    enriched = state.trace.ran("vector") or state.trace.ran("rerank")
+    return "enriched_rag" if state.tier == "quality" and enriched else "simple_rag"
 
 
 async def _generated(

@@ -16,6 +16,7 @@ from router.deferral import Defer, run_or_defer
 from router.errors import RouterError
 from router.lru import LruCache
 from router.ports import KeyValueStore
+from router.stages.tiers import latency_tier
 
 if TYPE_CHECKING:
     from router.contract import QueryRequest
@@ -50,9 +51,11 @@ def cache_key(
     day: str,
     include_deprecated: bool,
     top_k: int | None,
+    tier: str = "normal",
 ) -> str:
     identity = json.dumps(
-        [normalized_query, version, tenant, page, tab, focus, day, include_deprecated, top_k],
+        [normalized_query, version, tenant, page, tab, focus, day, include_deprecated, top_k]
+        + ([] if tier == "normal" else [tier]),
         ensure_ascii=False,
     )
     return CACHE_PREFIX + hashlib.sha256(identity.encode()).hexdigest()[:KEY_HEX_CHARS]
@@ -102,7 +105,9 @@ def request_cache_key(state: QueryState) -> str:
 
 def key_of_request(request: QueryRequest, normalized: str, version: str, day: str) -> str:
     """``request_cache_key`` from what it is made of: nothing of the package but its version,
-    so the cache can be probed before the package is loaded."""
+    so the cache can be probed before the package is loaded. ``normalized`` is the question
+    searched (a follow-up completed from ``context``), so two follow-ups alike in words but
+    not in their earlier turns never share an entry; the latency tier is part of it."""
     key = cache_key(
         normalized.casefold(),
         version=version,
@@ -113,6 +118,7 @@ def key_of_request(request: QueryRequest, normalized: str, version: str, day: st
         day=day,
         include_deprecated=request.include_deprecated,
         top_k=request.top_k,
+        tier=latency_tier(request),
     )
     return key + (LLM_KEY_SUFFIX if request.generate else "")
 

@@ -83,18 +83,35 @@ def fact_terms(analyzer: Analyzer, name: str) -> set[str]:
 
 
 def best_fact(
-    package: PackageView, doc_indices: Iterable[int], query_terms: Sequence[str]
+    package: PackageView,
+    doc_indices: Iterable[int],
+    query_terms: Sequence[str],
+    answer_type: str = "any",
 ) -> FactMatch | None:
     """The fact of the first documents sharing most stems with the question, if any does; a fact
-    flagged as prompt injection (its name or value) never answers."""
+    flagged as prompt injection (its name or value) never answers. When the question asks for a
+    person ("quem ...") or a number ("quantos ..."), a fact of that kind wins over one of the
+    other kind ("quem aprova a APR?" is the approver, not ``approvalSlaHours``)."""
     wanted = set(query_terms)
     best: FactMatch | None = None
+    best_key = (False, 0)
     for doc_index in doc_indices:
         doc = package.documents[doc_index]
         for name, value in doc.facts.items():
             if fact_flagged(doc, name):
                 continue
             overlap = len(wanted & fact_terms(package.analyzer, name))
-            if overlap and (best is None or overlap > best.overlap):
-                best = FactMatch(doc_index, name, value, overlap)
+            key = (_fits(value, answer_type), overlap)
+            if overlap and (best is None or key > best_key):
+                best, best_key = FactMatch(doc_index, name, value, overlap), key
     return best
+
+
+def _fits(value: FactValue, answer_type: str) -> bool:
+    """Whether a fact's value is of the kind the question asks for."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if answer_type == "person":
+        return isinstance(value, str)
+    if answer_type == "number":
+        return numeric
+    return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from router.analysis.analyzer import Analyzer
 from router.config import DEFAULT_MAX_QUERY_WORDS
@@ -16,7 +17,7 @@ from router.contract import Complexity, Intent, TaskType
 from router.stages.normalizer import NormalizedQuery
 from router.stages.question_frame import frame_question
 
-__all__ = ["QueryFeatures", "analyze_query"]
+__all__ = ["AnswerType", "QueryFeatures", "analyze_query"]
 
 # Imperatives (3rd-person/você forms) of verbs that change state in an application.
 _IMPERATIVES = frozenset(
@@ -168,6 +169,11 @@ _DEICTIC = re.compile(
     r"\bthis (?:field|tab|page|screen)\b"
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_NUMBER_ASKED = re.compile(
+    r"^(quanto|quanta|quantos|quantas|how many|how much|how long)\b|"
+    r"\b(quantos|quantas|prazo|a cada|de quanto em quanto|por quanto tempo|periodicidade)\b"
+)
+AnswerType = Literal["person", "number", "any"]
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,7 @@ class QueryFeatures:
     deictic: bool
     value_question: bool
     needs_ui_context: bool = False  # names only the screen ("explique este campo")
+    answer_type: AnswerType = "any"  # what a direct answer must be: a person, a number
     words: tuple[str, ...] = ()  # the plain words analysed, lower-cased (typo repair's input)
     truncated: bool = False
 
@@ -212,7 +219,18 @@ def analyze_query(
         words=tuple(bounded.words),
         truncated=bounded.truncated,
         needs_ui_context=frame.only_the_screen and (deictic or frame.names_the_screen),
+        answer_type=_answer_type(query.folded),
     )
+
+
+def _answer_type(folded: str) -> AnswerType:
+    """ "Quem ..." asks for a person or a role; "quantos ...", "prazo", "a cada ..." for a
+    number; anything else takes either."""
+    if re.match(r"^(quem|who)\b", folded):
+        return "person"
+    if _NUMBER_ASKED.search(folded):
+        return "number"
+    return "any"
 
 
 def _is_action_request(folded: str, words: list[str]) -> bool:

@@ -95,6 +95,8 @@ def vector_skip_reason(
         return "no embedder or vector index configured"
     if state.package.embedding_model is None:
         return "package has no section vectors"
+    if state.tier == "fast":
+        return "latency tier fast: lexical stages only"
     if state.config.always_vector:
         return None
     if not state.config.vector_fallback:
