@@ -23,7 +23,6 @@ from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
-from router.package.arena import ShardArena
 from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fetch_package_files
 from router.package.manifest import MANIFEST_NAME, Manifest, check_version_id
 from router.package.partitions import SHARED_PARTITION
@@ -123,8 +122,6 @@ class KnowledgeService:
     recorder: QueryRecorder | None = None
     # D1's knowledge_records: the records a response needs in one query (else the R2 chunks)
     record_rows: RecordRows | None = None
-    # the isolate's shard arena (the Worker's, allocated at import), shared by every version
-    shard_arena: ShardArena | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
     last_load_error: str | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
@@ -260,7 +257,6 @@ class KnowledgeService:
             only=None if self.needs_vectors else [0],
             fetch_partitions=lambda names: fetch_files(get, where, names),
             fetch_chunk_into=_into_getter(self.blobs, version, where),
-            arena=self.shard_arena,
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")

@@ -40,17 +40,6 @@ def test_one_lease_at_a_time_large_shards_only_and_no_overlap() -> None:
     assert len(arena.buffer) == 4 * MIB  # never past max_bytes
 
 
-def test_an_isolate_arena_is_allocated_once_and_never_replaced() -> None:
-    arena = ShardArena.for_isolate(2 * MIB, min_shard_bytes=100)
-    buffer = arena.buffer
-    assert len(buffer) == 2 * MIB  # whole from the start: the first query already uses it
-    lease = arena.lease()
-    assert lease is not None and lease.allocate(MIB) is not None
-    assert lease.allocate(3 * MIB) is None  # too large: allocated apart, the arena stays
-    arena.release(lease)
-    assert arena.buffer is buffer and len(buffer) == 2 * MIB
-
-
 def _arena_package(built: BuildResult) -> tuple[KnowledgePackage, list[str]]:
     """The sample package with every shard read into the arena (its shards are small), and
     none cached between queries."""

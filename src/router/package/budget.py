@@ -14,12 +14,9 @@ from dataclasses import dataclass, fields
 
 from router.checks import check_count
 
-__all__ = ["WORKER_ARENA_BYTES", "ReaderBudget"]
+__all__ = ["ReaderBudget"]
 
 MIB = 1024 * 1024
-# The Worker's shard arena, allocated at import (router.package.arena.ShardArena.for_isolate):
-# a query's large shards up to the fetch budget (2M postings × 6 B) and their heads
-WORKER_ARENA_BYTES = 14 * MIB
 
 
 @dataclass(frozen=True)

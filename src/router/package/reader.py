@@ -283,7 +283,6 @@ def load_package(
     only: Sequence[int] | None = None,
     fetch_partitions: PartitionFetcher | None = None,
     fetch_chunk_into: ChunkIntoFetcher | None = None,
-    arena: ShardArena | None = None,
 ) -> KnowledgePackage:
     """Verify and decode a package; ``fetch(name)`` returns an artifact's bytes.
 
@@ -299,8 +298,7 @@ def load_package(
     document records a response needs in one query; rows it lacks come from the chunks.
     ``budget`` bounds what the package's caches keep between queries. ``fetch_chunk_into``
     (R2 in the Worker) copies a large posting shard into the package's shard arena
-    (``router.package.arena``) instead of returning new ``bytes``: ``arena`` (the isolate's,
-    shared by the packages it loads), else one of ``budget.arena_bytes`` for this package.
+    (``router.package.arena``) instead of returning new ``bytes``.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     indices = range(len(manifest.partitions)) if only is None else only
@@ -310,7 +308,7 @@ def load_package(
     }
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     budget = budget or ReaderBudget()
-    arena = arena or ShardArena(budget.arena_bytes, budget.arena_min_shard_bytes)
+    arena = ShardArena(budget.arena_bytes, budget.arena_min_shard_bytes)
     shared = _Shared(
         ShardCache(budget.shard_bytes, arena),
         ChunkCache(budget.chunk_bytes),

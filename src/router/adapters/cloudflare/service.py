@@ -41,8 +41,6 @@ from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
 from router.ops.query_log import QueryRecorder
 from router.ops.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
-from router.package.arena import ShardArena
-from router.package.budget import WORKER_ARENA_BYTES, ReaderBudget
 from router.package.manifest import Manifest
 from router.ports import Embedder, VectorIndex
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, VectorStageFactory
@@ -223,14 +221,10 @@ def build_service(
         vector_stage=vector_stage,
         recorder=recorder,
         record_rows=cf.record_rows,
-        shard_arena=ISOLATE_ARENA,
     )
 
 
 _service: KnowledgeService | None = None
-# allocated when the Worker's top-level scope imports this module: part of the snapshot, below
-# everything a query allocates (router.package.arena.ShardArena.for_isolate)
-ISOLATE_ARENA = ShardArena.for_isolate(WORKER_ARENA_BYTES, ReaderBudget.arena_min_shard_bytes)
 
 
 def service_from_env(env: Any) -> KnowledgeService:
