@@ -45,7 +45,7 @@ SOURCE_NAMES = ("keyword", "bm25", "vector")
 DEFAULT_TOP_K = 5
 # Candidate pool the BM25 stage keeps before filters and answer selection.
 DEFAULT_BM25_CANDIDATES = 50
-# The lexical confidence is P(top result relevant) (router.stages.calibration, ADR 0019),
+# The lexical confidence is P(top result relevant) (router.stages.calibration, ADR 0014),
 # HIGH / MEDIUM at or above these. HIGH at 0.5: the vector stage still runs on ~40% of SciFact
 # train questions, as tuned in ADR 0006, and the top result of a HIGH one is relevant 78% of
 # the time there (91% on the golden set). LOW (P < 0.25) abstains after the corrective
