@@ -274,6 +274,13 @@ def _keys(sub: Subparsers) -> None:
     actions = p.add_subparsers(dest="keys_command", required=True)
     create = actions.add_parser("create", help="print a new key (once) for a tenant")
     create.add_argument("--tenant", required=True)
+    create.add_argument(
+        "--sql",
+        type=Path,
+        metavar="FILE",
+        help="also write the key's D1 row as an INSERT, for the Worker's database: "
+        "npx wrangler d1 execute KNOWLEDGE_DB --env production --remote --file FILE",
+    )
     _state_arg(create)
     listing = actions.add_parser("list", help="key ids, tenants, dates (never the keys)")
     _state_arg(listing)
