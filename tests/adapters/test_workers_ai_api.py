@@ -20,6 +20,7 @@ import pytest
 
 from kr.answering import package_answerer
 from kr.cli import main
+from kr.local import local_state, local_vector_stage
 from router.adapters.cloudflare import WorkerSettings, bindings, build_service
 from router.adapters.cloudflare_api import CloudflareAPIError, RetryPolicy
 from router.adapters.cloudflare_api.ai import WorkersAiEncoder, workers_ai_encoder
@@ -30,6 +31,7 @@ from router.contract import QueryRequest
 from router.errors import RouterError
 from router.ops.publish import publish_package
 from router.package.reader import load_package
+from router.service import KnowledgeService
 from router.vectors.passages import MAX_PASSAGE_CHARS
 from router.vectors.records import section_records
 from tests.adapters.cloudflare_fakes import FakeKV, FakeR2, FakeVectorize, fake_env
@@ -244,8 +246,9 @@ def test_the_build_shows_an_embed_phase_for_the_sections_not_cached(vector_cache
 def test_local_answers_embed_the_question_with_the_packages_model(
     cloudflare: FakeWorkersAi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """What ``kr gate`` and ``kr eval`` run: the package's model embeds the question (through
-    the API, as the Worker does through its binding), and the vector stage finds sections."""
+    """What the gate and ``kr eval`` run (an answerer over the package), then what ``kr query``
+    and ``kr serve`` run (the local service): the package's model embeds the question through
+    the API, as the Worker does through its binding, and the vector stage finds sections."""
     _build(KNOWLEDGE, tmp_path, BGE_M3)
     [folder] = (tmp_path / "out").iterdir()
     package = load_package((folder / "manifest.json").read_bytes(), _reader(folder))
@@ -257,6 +260,19 @@ def test_local_answers_embed_the_question_with_the_packages_model(
     [question] = cloudflare.calls[before:]
     assert set(question.body) == {"text"}  # bge-m3: no prefix, no pooling, as for passages
     assert question.body["text"] == [LOW_LEXICAL.rstrip("?")]
+
+    state = local_state(tmp_path / "state")  # what `kr query` and `kr serve` answer from
+    service = KnowledgeService(
+        kv=state.kv,
+        blobs=state.blobs,
+        load_vectors_on_activation=True,
+        vector_stage=local_vector_stage,
+        config=PATIENT,
+    )
+    response = asyncio.run(service.query(QueryRequest(query="quem chamo numa emergência?")))
+    stage = response.trace["stages"]["vector"]
+    assert stage["model"] == BGE_M3 and stage["matches"], stage
+    assert cloudflare.calls[-1].body == {"text": ["quem chamo numa emergência"]}
     capsys.readouterr()
 
 
