@@ -22,7 +22,7 @@ import numpy as np
 from kr.evaluation import Answerer
 from router.adapters.local.embedders import embedder_for_model
 from router.adapters.local.vector_index import LocalVectorIndex
-from router.compile.vector_cache import VectorCache
+from router.compile.vector_cache import VectorCache, cache_id
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage
@@ -64,7 +64,7 @@ class CachedQueryEmbedder:
         self.encoder = encoder
         self.model_id: str = encoder.model_id
         self.dimensions: int = encoder.dimensions
-        self.cache = VectorCache(encoder.model_id, encoder.dimensions, cache_root)
+        self.cache = VectorCache(cache_id(encoder), encoder.dimensions, cache_root)
 
     async def embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
         if kind == "query":

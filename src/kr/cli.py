@@ -21,8 +21,8 @@ from kr.commands import build, gate, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
 from kr.local import DEFAULT_EMBEDDER
-from router.adapters.local.embedders import EMBEDDER_CHOICES
-from router.errors import KnowledgeFormatError, QualityGateError, RouterError
+from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_choice
+from router.errors import ConfigError, KnowledgeFormatError, QualityGateError, RouterError
 
 __all__ = [
     "ERROR_EXIT",
@@ -106,12 +106,24 @@ def _build(sub: Subparsers) -> None:
     p.add_argument("--no-activate", action="store_true", help="publish without activating")
     p.add_argument(
         "--embedder",
-        choices=EMBEDDER_CHOICES,
+        type=_embedder_arg,
         default=DEFAULT_EMBEDDER,
-        help="section vectors for the vector fallback (default e5: multilingual-e5-small)",
+        metavar="{e5,hash,none,workers-ai:MODEL}",
+        help="section vectors for the vector fallback (default e5: multilingual-e5-small); "
+        "workers-ai:@cf/baai/bge-m3 (or another Workers AI embedding model) makes them with "
+        "the model the Worker embeds questions with, through the Cloudflare API "
+        "($CLOUDFLARE_API_TOKEN, $CLOUDFLARE_ACCOUNT_ID)",
     )
     _force_arg(p)
     _gate_args(p)
+
+
+def _embedder_arg(value: str) -> str:
+    """``--embedder``'s check: a known name or ``workers-ai:<a known model>``."""
+    try:
+        return embedder_choice(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from exc
 
 
 def _query(sub: Subparsers) -> None:
@@ -262,6 +274,13 @@ def _keys(sub: Subparsers) -> None:
     actions = p.add_subparsers(dest="keys_command", required=True)
     create = actions.add_parser("create", help="print a new key (once) for a tenant")
     create.add_argument("--tenant", required=True)
+    create.add_argument(
+        "--sql",
+        type=Path,
+        metavar="FILE",
+        help="also write the key's D1 row as an INSERT, for the Worker's database: "
+        "npx wrangler d1 execute KNOWLEDGE_DB --env production --remote --file FILE",
+    )
     _state_arg(create)
     listing = actions.add_parser("list", help="key ids, tenants, dates (never the keys)")
     _state_arg(listing)

@@ -292,6 +292,8 @@ class KnowledgeService:
                 return cached
         started = self.clock()
         package = await self.package()
+        # loading a new version picks its vector stage: this query uses it, not the last one's
+        services.embedder, services.vector_index = self.embedder, self.vector_index
         held = package.byte_size
         await package.ready(request.tenant)
         loaded_ms = (self.clock() - started) * 1000

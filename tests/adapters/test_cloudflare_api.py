@@ -81,7 +81,7 @@ _ROUTES = [
     ("r2", re.compile(r"^/accounts/([^/]+)/r2/buckets/([^/]+)/objects/(.+)$")),
     ("kv", re.compile(r"^/accounts/([^/]+)/storage/kv/namespaces/([^/]+)/values/([^/]+)$")),
     ("d1", re.compile(r"^/accounts/([^/]+)/d1/database/([^/]+)/(query)$")),
-    ("vectorize", re.compile(r"^/accounts/([^/]+)/vectorize/v2/indexes/([^/]+)/([a-z_]+)$")),
+    ("vectorize", re.compile(r"^/accounts/([^/]+)/vectorize/v2/indexes/([^/]+)/?([a-z_]*)$")),
 ]
 
 
@@ -100,6 +100,7 @@ class FakeCloudflare:
     """State of the fake API; ``log`` holds every applied request in order."""
 
     dimensions: int = 256
+    metric: str = "cosine"
     objects: dict[str, bytes] = field(default_factory=dict)
     kv: dict[str, str] = field(default_factory=dict)
     vectors: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -278,6 +279,10 @@ class _Handler(BaseHTTPRequestHandler):
         if index != INDEX:
             self._error(404, 40002, "vectorize.index.not_found")
             return False
+        if operation == "" and method == "GET":  # the index's description
+            config = {"dimensions": state.dimensions, "metric": state.metric}
+            self._send(200, _envelope({"name": INDEX, "config": config}))
+            return True
         if operation == "upsert":
             if self.headers.get("Content-Type") != "application/x-ndjson":
                 self._error(400, 40026, "expected an application/x-ndjson body")
@@ -764,6 +769,30 @@ def test_cli_publishes_a_package_folder_and_a_rerun_does_nothing(
     assert main(args) == 0
     assert "nothing to do" in capsys.readouterr().out
     assert main(["publish", str(tmp_path / "out"), *args[2:]]) == 0  # the --out parent works too
+    capsys.readouterr()
+
+
+def test_cli_publish_refuses_a_vectorize_index_of_other_dimensions_before_uploading(
+    fake: FakeServer,
+    embedded: BuildResult,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An index made for another model (e.g. 384 for e5-small, the package is 256-d hash
+    vectors; 1,024 for bge-m3) cannot take the package's vectors: said before anything moves."""
+    _cli_env(monkeypatch, fake)
+    monkeypatch.chdir(tmp_path)
+    fake.state.dimensions = 384
+    folder = write_package(embedded.package, tmp_path / "out")
+    args = ["publish", str(folder), "--state", str(tmp_path / "state"), "--api-base", fake.base_url]
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert f"{INDEX} holds 384-dimensional vectors; this package's have 256" in error
+    assert f"wrangler vectorize create {INDEX} --dimensions=256 --metric=cosine" in error
+    assert fake.state.writes() == []
+    fake.state.dimensions = 256
+    assert main(args) == 0
     capsys.readouterr()
 
 

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from router.auth import (
     parse_jwks,
     verify_jwt,
 )
+from router.auth.api_keys import key_matches
 from router.auth.jwt import rsa_sha256_verify
 from router.errors import ConfigError
 from router.service import KnowledgeService
@@ -302,6 +304,28 @@ def test_kr_keys_create_list_revoke(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "revoked" in capsys.readouterr().out
     assert main(["keys", "revoke", key_id, *state]) == 1
     assert main(["keys", "create", "--tenant", "../etc", *state]) == 1
+
+
+def test_kr_keys_create_sql_is_the_row_the_worker_database_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--sql FILE``: what ``wrangler d1 execute KNOWLEDGE_DB --remote --file FILE`` runs on
+    the Worker's D1 (the same migrations), after which the key works there; never the key."""
+    sql = tmp_path / "key.sql"
+    assert (
+        main(
+            ["keys", "create", "--tenant", ALFA, "--state", str(tmp_path / "st"), "--sql", str(sql)]
+        )
+        == 0
+    )
+    key = capsys.readouterr().out.strip()
+    statement = sql.read_text(encoding="utf-8")
+    assert key not in statement
+    remote = LocalState(tmp_path / "another-d1")  # a fresh database with migrations/d1 applied
+    with sqlite3.connect(remote.relational.path) as db:
+        db.executescript(statement)
+    [row] = SqliteKeyStore(remote.relational.path).list()
+    assert row.tenant == ALFA and key_matches(row, key)
 
 
 def test_kr_serve_without_anonymous_access_takes_keys_from_kr_keys(

@@ -18,11 +18,15 @@ __all__ = ["run"]
 
 async def run(args: argparse.Namespace) -> int:
     encoder = embedder_by_name(args.embedder)
-    with progress_phases() as phases:
-        result = build_knowledge(
-            args.knowledge_dir, strict=args.strict, encoder=encoder, phases=phases
-        )
-        written = write_package(result.package, args.out, phases) if args.out else None
+    try:
+        with progress_phases() as phases:
+            result = build_knowledge(
+                args.knowledge_dir, strict=args.strict, encoder=encoder, phases=phases
+            )
+            written = write_package(result.package, args.out, phases) if args.out else None
+    finally:
+        if hasattr(encoder, "close"):  # a Workers AI encoder: its HTTP client and thread
+            encoder.close()
     for diagnostic in result.corpus.diagnostics:
         print(diagnostic, file=sys.stderr)
     package = result.package

@@ -2,15 +2,21 @@
 
 Why the key is printed alone: ``KEY=$(kr keys create --tenant T)`` is the way to take it, and
 it is shown only this once (only its hash is stored); everything else goes to stderr.
+
+Why ``--sql FILE``: the Worker reads its keys from Cloudflare D1, which ``kr`` does not write;
+the file holds the one ``INSERT`` (the key's id, tenant, hash and date — never the key) for
+``wrangler d1 execute KNOWLEDGE_DB --remote --file FILE``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from kr.local import local_keys
-from router.auth.api_keys import check_tenant
+from router.adapters.wrangler_cli import render_statement
+from router.auth.api_keys import KEY_INSERT, ApiKey, check_tenant
 from router.errors import InvalidRequestError
 
 __all__ = ["run"]
@@ -25,6 +31,8 @@ async def run(args: argparse.Namespace) -> int:
             f"key {record.key_id} for tenant {record.tenant} created; it is not shown again",
             file=sys.stderr,
         )
+        if args.sql is not None:
+            _write_sql(args.sql, record)
         return 0
     if args.keys_command == "revoke":
         if not keys.revoke(args.key_id):
@@ -35,3 +43,14 @@ async def run(args: argparse.Namespace) -> int:
         state = f"revoked {key.revoked_at}" if key.revoked else "active"
         print(f"{key.key_id}\t{key.tenant}\t{key.created_at}\t{state}")
     return 0
+
+
+def _write_sql(path: Path, record: ApiKey) -> None:
+    """The key's row as an ``INSERT`` for Cloudflare D1 (``wrangler d1 execute --file``)."""
+    row = (record.key_id, record.tenant, record.key_hash, record.created_at)
+    path.write_text(render_statement(KEY_INSERT, row) + ";\n", encoding="utf-8")
+    print(
+        f"its D1 row is in {path}: npx wrangler d1 execute KNOWLEDGE_DB --env production "
+        f"--remote --file {path}",
+        file=sys.stderr,
+    )

@@ -148,8 +148,17 @@ async def _publish_remote(
     print(f"publishing {manifest.knowledge_version} to {where}", flush=True)
     async with cloudflare_api(settings) as api:
         target = api_target(api, settings, manifest)
+        await _check_vector_index(target)
         report = await _gated_publish(args, files, target, journal, activate_now)
     return report, where
+
+
+async def _check_vector_index(target: PublishTarget) -> None:
+    """The Vectorize index must have the package's dimensions (checked before any upload)."""
+    from router.adapters.cloudflare_api import VectorizeIndex
+
+    if isinstance(target.vectors, VectorizeIndex):
+        await target.vectors.check_config()
 
 
 def _print_outcome(report: PublishReport, where: str) -> None:

@@ -37,7 +37,9 @@ def build_knowledge(
         summary = "; ".join(str(d) for d in fatal[:20])
         raise KnowledgeFormatError(first.path, first.line, f"{len(fatal)} error(s): {summary}")
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
-    embeddings = embed_sections(corpus.documents, encoder) if encoder is not None else None
+    embeddings = None
+    if encoder is not None:
+        embeddings = embed_sections(corpus.documents, encoder, phases=phases)
     compiling = phases("compile", len(corpus.documents)) if phases is not None else None
     package = compile_documents(
         corpus.documents, config, corpus.synonyms, source, embeddings, advance=compiling

@@ -15,13 +15,13 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
 from router.analysis.text import slugify
 
-__all__ = ["DEFAULT_CACHE_DIR", "RECORDS_FILE", "VectorCache", "text_key"]
+__all__ = ["DEFAULT_CACHE_DIR", "RECORDS_FILE", "VectorCache", "cache_id", "text_key"]
 
 DEFAULT_CACHE_DIR = Path(
     os.environ.get("KR_VECTOR_CACHE", Path.home() / ".cache" / "knowledge-router" / "vectors")
@@ -33,6 +33,12 @@ KEY_BYTES = 16
 def text_key(kind: str, text: str) -> bytes:
     """Stable 16-byte key of one text to embed as ``kind`` ("query" or "passage")."""
     return hashlib.sha256(f"{kind}\0{text}".encode()).digest()[:KEY_BYTES]
+
+
+def cache_id(encoder: Any) -> str:
+    """What an encoder's vectors are cached under: its ``cache_id`` when it has one (a model
+    called with options that change its vectors, e.g. Workers AI's pooling), else its model id."""
+    return str(getattr(encoder, "cache_id", None) or encoder.model_id)
 
 
 @contextlib.contextmanager
@@ -85,6 +91,12 @@ class VectorCache:
 
     def get(self, kind: str, text: str) -> np.ndarray | None:
         return self._index.get(text_key(kind, text))
+
+    def count_missing(self, kind: str, texts: Sequence[str]) -> int:
+        """How many distinct ``texts`` :meth:`embed` would encode now (what a progress bar
+        counts)."""
+        self._refresh()
+        return len({t for t in texts if text_key(kind, t) not in self._index})
 
     def embed(
         self,

@@ -3,7 +3,9 @@
 Why the embedder is named by model: a package's vectors can only be queried with the model that
 made them, and the manifest records that model id (``@cf/baai/bge-m3`` for packages published to
 Cloudflare); the service picks this embedder when the active manifest names a ``@cf/`` model.
-bge-m3 needs no "query:"/"passage:" prefixes, so ``kind`` does not change the request.
+The request is the one ``kr build`` sends for the passages (no "query:"/"passage:" prefixes, so
+``kind`` does not change it; ``pooling`` as the model needs): both come from
+:mod:`router.vectors.workers_ai_models`.
 
 Why the generator reuses :mod:`router.stages.generation`: the prompt layout (router policy,
 knowledge as delimited data, question) and the citation parsing are product rules shared with the
@@ -20,8 +22,15 @@ from router.adapters.cloudflare.jsconv import to_js, to_py
 from router.contract import AgentKnowledgeContext
 from router.errors import BindingError, GenerationError
 from router.ports import GeneratedAnswer
-from router.sql import chunked
 from router.stages.generation import build_messages, parse_citations
+from router.vectors.workers_ai_models import (
+    BGE_M3,
+    MAX_CHARS_PER_CALL,
+    MAX_TEXTS_PER_CALL,
+    embedding_model,
+    embedding_rows,
+    text_batches,
+)
 
 __all__ = [
     "BGE_M3_DIMENSIONS",
@@ -32,9 +41,9 @@ __all__ = [
     "WorkersAiGenerator",
 ]
 
-BGE_M3_MODEL = "@cf/baai/bge-m3"
-BGE_M3_DIMENSIONS = 1024
-MAX_EMBED_BATCH = 100
+BGE_M3_MODEL = BGE_M3.model_id
+BGE_M3_DIMENSIONS = BGE_M3.dimensions
+MAX_EMBED_BATCH = MAX_TEXTS_PER_CALL
 """Texts per ``AI.run`` call of an embedding model."""
 DEFAULT_LLM_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
 """Instruct model for optional LLM answers (multilingual; follows the citation format)."""
@@ -54,28 +63,22 @@ class WorkersAiEmbedder:
         self.binding = binding
         self.model_id = model
         self.dimensions = dimensions
-        self.batch_size = max(1, min(batch_size, MAX_EMBED_BATCH))
+        # the request shape of ``model``; ConfigError if the manifest's dimensions contradict it
+        self.model = embedding_model(model, dimensions)
+        self.batch_size = max(1, min(batch_size, self.model.max_texts))
 
     async def embed(self, texts: Sequence[str], kind: str) -> list[list[float]]:
         vectors: list[list[float]] = []
-        for chunk in chunked(list(texts), self.batch_size):
+        for chunk in text_batches(list(texts), self.batch_size, MAX_CHARS_PER_CALL):
             try:
-                result = to_py(await self.binding.run(self.model_id, to_js({"text": list(chunk)})))
+                body = to_js(self.model.request(chunk))
+                result = to_py(await self.binding.run(self.model_id, body))
             except Exception as exc:
                 raise BindingError(f"Workers AI {self.model_id} failed: {exc}") from exc
-            rows = result.get("data") if isinstance(result, dict) else None
-            if not isinstance(rows, list) or len(rows) != len(chunk):
-                raise BindingError(
-                    f"Workers AI {self.model_id} returned no data for {len(chunk)} texts"
-                )
-            for row in rows:
-                if not isinstance(row, list) or len(row) != self.dimensions:
-                    size = len(row) if isinstance(row, list) else type(row).__name__
-                    raise BindingError(
-                        f"Workers AI {self.model_id} returned a vector of {size}; "
-                        f"expected {self.dimensions} dimensions"
-                    )
-                vectors.append([float(v) for v in row])
+            try:
+                vectors += embedding_rows(result, self.model_id, len(chunk), self.dimensions)
+            except ValueError as exc:
+                raise BindingError(str(exc)) from exc
         return vectors
 
 

@@ -23,9 +23,13 @@ from router.errors import ConfigError
 
 __all__ = [
     "D1_BINDING",
+    "ENV_ACCOUNT",
+    "ENV_API_BASE",
+    "ENV_TOKEN",
     "KV_BINDING",
     "R2_BINDING",
     "VECTORS_BINDING",
+    "CloudflareAccount",
     "CloudflareSettings",
     "WranglerBindings",
     "read_wrangler_bindings",
@@ -110,6 +114,37 @@ def read_wrangler_bindings(
         vectorize_index=_binding(section, "vectorize", VECTORS_BINDING).get("index_name"),
         source=source,
     )
+
+
+@dataclass(frozen=True)
+class CloudflareAccount:
+    """An account and its API token alone: what calling Workers AI needs (``kr build --embedder
+    workers-ai:…``, and the local query side of such a package), with no resource ids."""
+
+    account_id: str
+    api_token: str
+    base_url: str = DEFAULT_API_BASE
+
+    @classmethod
+    def resolve(
+        cls, environ: Mapping[str, str], wrangler_toml: Path | None = None, *, purpose: str
+    ) -> CloudflareAccount:
+        """``CLOUDFLARE_ACCOUNT_ID`` (else ``account_id`` in ``wrangler_toml``),
+        ``CLOUDFLARE_API_TOKEN``, ``CLOUDFLARE_API_BASE_URL``; ConfigError naming what is
+        missing and ``purpose`` (what it was needed for)."""
+        account = environ.get(ENV_ACCOUNT, "").strip()
+        if not account and wrangler_toml is not None and wrangler_toml.exists():
+            account = read_wrangler_bindings(wrangler_toml).account_id or ""
+        token = environ.get(ENV_TOKEN, "").strip()
+        missing = []
+        if not token:
+            missing.append(f"{ENV_TOKEN} (an API token with the Workers AI permission)")
+        if not account or _placeholder(account):
+            missing.append(f"{ENV_ACCOUNT} (or account_id in wrangler.toml)")
+        if missing:
+            raise ConfigError(f"{purpose} needs the Cloudflare API; missing: {'; '.join(missing)}")
+        base_url = environ.get(ENV_API_BASE) or DEFAULT_API_BASE
+        return cls(account_id=account, api_token=token, base_url=base_url)
 
 
 @dataclass(frozen=True)

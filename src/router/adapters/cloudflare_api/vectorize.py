@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from router.adapters.cloudflare_api.client import CloudflareAPI
+from router.errors import ConfigError
 from router.ports import VectorMatch, VectorRecord
 from router.vectors.vectorize_rules import (
     MAX_UPSERT_BATCH,
@@ -53,8 +54,41 @@ class VectorizeIndex:
         self.batch_size = min(batch_size, MAX_UPSERT_BATCH)
         self.mutation_ids: list[str] = []
 
-    def _path(self, operation: str) -> str:
-        return f"/vectorize/v2/indexes/{quote(self.index_name, safe='')}/{operation}"
+    def _path(self, operation: str = "") -> str:
+        index = f"/vectorize/v2/indexes/{quote(self.index_name, safe='')}"
+        return f"{index}/{operation}" if operation else index
+
+    async def check_config(self) -> None:
+        """ConfigError unless the index exists with ``dimensions`` and the cosine metric.
+
+        Why before a publish: an index's dimensions and metric are fixed when it is created, and
+        they must be the embedding model's (e.g. 1,024 for ``@cf/baai/bge-m3``); finding out at
+        the Vectorize step would leave the blobs and rows of a version that cannot serve.
+        """
+        info = await self.api.call(
+            "GET", self._path(), what=f"Vectorize index {self.index_name}", not_found_ok=True
+        )
+        create = (
+            f"wrangler vectorize create {self.index_name} --dimensions={self.dimensions} "
+            "--metric=cosine"
+        )
+        if info is None:
+            raise ConfigError(f"there is no Vectorize index {self.index_name}: {create}")
+        config = info.get("config") if isinstance(info, dict) else None
+        dimensions = config.get("dimensions") if isinstance(config, dict) else None
+        metric = config.get("metric") if isinstance(config, dict) else None
+        if dimensions is not None and int(dimensions) != self.dimensions:
+            raise ConfigError(
+                f"Vectorize index {self.index_name} holds {dimensions}-dimensional vectors; this "
+                f"package's have {self.dimensions} (its embedding model's). An index's dimensions "
+                f"cannot change: create one for this model ({create}) and bind it as "
+                "KNOWLEDGE_VECTORS in wrangler.toml, or build with a model of that size"
+            )
+        if metric is not None and metric != "cosine":
+            raise ConfigError(
+                f"Vectorize index {self.index_name} uses the {metric} metric; the router's "
+                f"vector scores are cosine similarities ({create})"
+            )
 
     async def upsert(self, records: Sequence[VectorRecord]) -> int:
         for start in range(0, len(records), self.batch_size):
