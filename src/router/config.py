@@ -47,8 +47,8 @@ DEFAULT_TOP_K = 5
 DEFAULT_BM25_CANDIDATES = 50
 # The lexical confidence is P(top result relevant) (router.stages.calibration, ADR 0014),
 # HIGH / MEDIUM at or above these. HIGH at 0.5: the vector stage still runs on ~40% of SciFact
-# train questions, as tuned in ADR 0006, and the top result of a HIGH one is relevant 78% of
-# the time there (91% on the golden set). LOW (P < 0.25) abstains after the corrective
+# train questions, as tuned in ADR 0006, and the top result of a HIGH one is relevant 80% of
+# the time there (79% on SciFact test, held out). LOW (P < 0.25) abstains after the corrective
 # expansion (seed 001 §8.6) unless a close vector match lifts it.
 DEFAULT_HIGH_CONFIDENCE = 0.5
 DEFAULT_MEDIUM_CONFIDENCE = 0.25
