@@ -45,9 +45,9 @@ def test_router_config_refuses_bad_values(kwargs: dict, field: str, allowed: str
 @pytest.mark.parametrize(
     ("kwargs", "named"),
     [
-        ({"high_confidence": 0.3}, "high_confidence=0.3 is below medium_confidence=0.36"),
-        ({"medium_confidence": 0.2}, "medium_confidence=0.2 is below abstain_below=0.34"),
-        ({"abstain_below": 0.5}, "medium_confidence=0.36 is below abstain_below=0.5"),
+        ({"high_confidence": 0.2}, "high_confidence=0.2 is below medium_confidence=0.25"),
+        ({"medium_confidence": 0.2}, "medium_confidence=0.2 is below abstain_below=0.25"),
+        ({"abstain_below": 0.3}, "medium_confidence=0.25 is below abstain_below=0.3"),
     ],
 )
 def test_thresholds_must_be_ordered(kwargs: dict, named: str) -> None:

@@ -36,8 +36,13 @@ __all__ = ["correct", "is_weak", "unknown_words"]
 
 
 def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
-    """Below MEDIUM, or some query term the index does not know: worth one corrective retry."""
-    return confidence.value < config.medium_confidence or bool(confidence.unknown_terms)
+    """Below MEDIUM, too little of the question covered to be served (it would abstain), or
+    some query term the index does not know: worth one corrective retry."""
+    return (
+        confidence.value < config.medium_confidence
+        or confidence.coverage < config.min_coverage
+        or bool(confidence.unknown_terms)
+    )
 
 
 async def correct(state: QueryState, lexical: Lexical) -> Lexical:
