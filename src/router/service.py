@@ -40,6 +40,7 @@ from router.ports import (
     Generator,
     KeyValueStore,
     RecordRows,
+    Reranker,
     VectorIndex,
 )
 from router.stages.cache import QueryCache
@@ -125,6 +126,8 @@ class KnowledgeService:
     record_rows: RecordRows | None = None
     # the isolate's shard arena (the Worker's, allocated at import), shared by every version
     shard_arena: ShardArena | None = None
+    # reorders the fused top-N when confidence is not HIGH (router.stages.rerank); None: off
+    reranker: Reranker | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
     last_load_error: str | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
@@ -283,6 +286,7 @@ class KnowledgeService:
             cache=self.cache,
             metrics=self.metrics,
             defer=defer,
+            reranker=self.reranker,
         )
         probed = None
         version = await self.active_version()
