@@ -222,6 +222,7 @@ class Generator(Protocol):
     async def generate(self, question: str, context: Any) -> GeneratedAnswer: ...
 
 
+@runtime_checkable
 class Reranker(Protocol):
     """Optional second-stage ranker (PRD §3, seed 001 §6): reads the question with each of the
     fused top-N passages and says how relevant each one is.
