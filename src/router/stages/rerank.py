@@ -117,6 +117,8 @@ def scores_by_index(pairs: Sequence[tuple[object, object]], count: int, who: str
     number, is a :class:`RerankError`; a passage left out scores below every scored one."""
     scores: dict[int, float] = {}
     for index, raw in pairs:
+        if isinstance(index, float) and index.is_integer():  # a JSON or JS number
+            index = int(index)
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
             raise RerankError(f"{who} answered an index {index!r} outside 0..{count - 1}")
         number = isinstance(raw, int | float) and not isinstance(raw, bool)
