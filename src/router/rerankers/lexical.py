@@ -2,12 +2,14 @@
 
 Why these features: BM25F scores each query term alone, wherever it falls in a section. A
 reranker that reads the question and the passage together can see what a bag of words cannot:
-the question's words *together* (the shortest span holding them: proximity), *in its order*
-(adjacent pairs found adjacent: phrases), and *in the title or heading* (the passage's first
-line, ``title › heading``). Terms are weighted by how rare they are among the candidates, so a
-word every candidate holds decides nothing. The passages arrive in fused order, best first
+the question's words *in its order* (its adjacent pairs found adjacent: phrases) and *in the
+title or heading* (the passage's first line, ``title › heading``), and which of its words are
+rare *among these candidates* (a word every candidate holds decides nothing here, however rare
+it is in the corpus). The passages arrive in fused order, best first
 (``router.stages.rerank``), and that order is kept as a prior: the features move a candidate
-only as far as their evidence carries it.
+only as far as their evidence carries it. The weights were tuned on SciFact *train* and the
+golden set (docs/adr/0013); a proximity feature (the shortest span holding every matched term)
+added nothing over the phrases there and was left out.
 
 Why its own light tokenizer (case and accent folding, the stopwords of both languages, words cut
 to their first ``STEM_CHARS`` letters): it must work on any package, Portuguese or English, and
@@ -46,8 +48,7 @@ class LexicalWeights:
 
     coverage: float = 1.0  # weighted share of the question's terms the passage holds
     head: float = 0.5  # the same, in its first line (title › heading)
-    phrase: float = 0.5  # share of the question's adjacent term pairs found adjacent
-    proximity: float = 0.5  # matched terms / shortest span holding them all, × their share
+    phrase: float = 1.0  # share of the question's adjacent term pairs found adjacent
     prior: float = 1.0  # the fused order: prior × k / (k + position)
     prior_k: int = 10
 
@@ -74,26 +75,18 @@ class LexicalReranker:
         scores = []
         for position, (words, head) in enumerate(zip(tokens, heads, strict=True)):
             held = set(words)
-            matched = [t for t in asked if t in held]
-            coverage = sum(weight[t] for t in matched) / total
+            coverage = sum(weight[t] for t in asked if t in held) / total
             in_head = sum(weight[t] for t in asked if t in head) / total
             phrase = _phrases(pairs, words) if pairs else 0.0
-            near = _proximity(matched, words) * len(matched) / len(asked) if asked else 0.0
             prior = w.prior_k / (w.prior_k + position)
-            score = (
-                w.coverage * coverage
-                + w.head * in_head
-                + w.phrase * phrase
-                + w.proximity * near
-                + w.prior * prior
-            )
+            score = w.coverage * coverage + w.head * in_head + w.phrase * phrase + w.prior * prior
             scores.append(round(score, 6))
         return scores
 
 
 def _rarity(asked: Sequence[str], tokens: Sequence[Sequence[str]]) -> dict[str, float]:
-    """An idf over the candidates: a term every candidate holds weighs ~0.3, a term one of
-    twenty holds ~2.6."""
+    """An idf over the candidates: of twenty, a term all of them hold weighs ~0.7, a term one
+    holds ~2.7."""
     held = [set(words) for words in tokens]
     count = len(tokens)
     return {t: math.log(1.0 + (count + 1) / (sum(t in h for h in held) + 0.5)) for t in asked}
@@ -103,27 +96,3 @@ def _phrases(pairs: Sequence[tuple[str, str]], words: Sequence[str]) -> float:
     """Share of the question's adjacent term pairs that stand adjacent in the passage."""
     adjacent = set(itertools.pairwise(words))
     return sum(pair in adjacent for pair in pairs) / len(pairs)
-
-
-def _proximity(matched: Sequence[str], words: Sequence[str]) -> float:
-    """len(matched) / the shortest span of ``words`` holding every matched term (1 when they
-    stand together), by a sliding window; 0 without matches."""
-    wanted = set(matched)
-    if not wanted:
-        return 0.0
-    if len(wanted) == 1:
-        return 1.0
-    seen: dict[str, int] = {}
-    best = len(words)
-    start = 0
-    positions = [(i, w) for i, w in enumerate(words) if w in wanted]
-    for end_at, word in positions:
-        seen[word] = seen.get(word, 0) + 1
-        while len(seen) == len(wanted):
-            start_at, first = positions[start]
-            best = min(best, end_at - start_at + 1)
-            seen[first] -= 1
-            if not seen[first]:
-                del seen[first]
-            start += 1
-    return len(wanted) / best if best else 0.0
