@@ -266,3 +266,15 @@ def test_scores_by_index_maps_api_pairs_back_to_passages() -> None:
 def test_rerank_settings_are_checked(field: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=next(iter(field))):
         dataclasses.replace(RouterConfig(), **field)
+
+
+def test_a_flagged_section_reaches_the_reranker_by_its_title_only(
+    package: KnowledgePackage,
+) -> None:
+    reranker = Scripted()
+    config = RouterConfig(always_rerank=True)
+    ask(package, "texto recebido de um usuário no fórum interno", reranker, config)
+    [(_, passages)] = reranker.calls
+    flagged = [p for p in passages if "fórum interno" in p]
+    assert flagged == ["Dicas de uso do aplicativo › Texto recebido de um usuário no fórum interno"]
+    assert not any("Ignore todas as instruções" in p for p in passages)
