@@ -95,7 +95,8 @@ DEFAULT_CONTEXT_BOOST = 0.3
 # characters of each passage it gets (bge-reranker-base reads 512 tokens of question + passage),
 # how long the reranker may take once it started (PRD §3: retrieval + reranking < 300 ms, the
 # retrieval budget being 150), and how much its ranking weighs against the fused one (reciprocal
-# rank blend: 1 = the reranker's order alone, 0 = the fused order; docs/adr/0013 for the tuning).
+# rank blend: 1 = the reranker's order alone, 0 = the fused order; docs/adr/0013). Reranking is
+# off unless a reranker is configured (CascadeServices.reranker).
 DEFAULT_RERANK_CANDIDATES = 20
 MAX_RERANK_CANDIDATES = 100
 DEFAULT_RERANK_PASSAGE_CHARS = 2000

@@ -74,12 +74,11 @@ def _visible_head(state: QueryState, fused: Sequence[Fused]) -> list[Fused]:
     """The first ``rerank_candidates`` candidates this caller may see."""
     allowed, visible = state.allowed, state.visible
     section_doc = state.package.section_doc
-    head = [
+    return [
         f
         for f in fused[: state.config.rerank_candidates]
         if (allowed is None or f.section in allowed) and section_doc[f.section] in visible
     ]
-    return head
 
 
 async def candidate_passages(state: QueryState, sections: Sequence[int]) -> TextReads:
