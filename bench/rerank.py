@@ -64,11 +64,12 @@ GOLDEN_TODAY = "2026-06-15"
 
 
 def make_reranker(name: str, encoder: Any) -> Reranker | None:
+    """The reranker ``name`` (e5: the collection's encoder, else the local e5 model)."""
     if name == "none":
         return None
     if name == "local":
         return LexicalReranker()
-    return EmbeddingReranker(CachedQueryEmbedder(encoder))
+    return EmbeddingReranker(CachedQueryEmbedder(encoder or e5_encoder()))
 
 
 def e5_encoder() -> Any:
@@ -133,7 +134,7 @@ def beir_rows(args: argparse.Namespace, name: str) -> list[dict[str, Any]]:
         if name_r == "e5" and encoder is None and not args.embed_missing:
             print(f"  {name} e5: skipped (passage vectors not cached)", flush=True)
             continue
-        reranker = make_reranker(name_r, encoder or e5_encoder())
+        reranker = make_reranker(name_r, encoder)
         run = BeirRun(collection, package, encoder, "cascade", overrides, reranker)
         started = time.perf_counter()
         report = asyncio.run(evaluate_collection(run, queries=queries))
@@ -171,7 +172,7 @@ def golden_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     config = eval_config(dataclasses.replace(RouterConfig(), **overrides))
     rows = []
     for name_r in args.rerankers:
-        reranker = make_reranker(name_r, encoder or e5_encoder())
+        reranker = make_reranker(name_r, encoder)
         answer = package_answerer(
             package, config, encoder=encoder, today=GOLDEN_TODAY, reranker=reranker
         )
