@@ -27,6 +27,7 @@ from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage
 from router.pipeline import CascadeServices, run_cascade
+from router.ports import Reranker
 from router.stages.cache import QueryCache
 from router.sync import run_sync
 from router.vectors.records import section_records
@@ -90,12 +91,14 @@ def package_answerer(
     use_vectors: bool = True,
     cache: bool = True,
     today: str | None = None,
+    reranker: Reranker | None = None,
 ) -> Answerer:
     """An answerer over ``package``: its own vector index (when the package has vectors and a
     matching local embedder exists), a fresh memory cache, ``config`` (default: ``eval_config``).
 
     ``encoder`` overrides the embedder picked from the manifest's model id (BEIR runs pass the
-    one they built the vectors with)."""
+    one they built the vectors with); ``reranker`` reorders the fused top-N when confidence is
+    not HIGH (``router.stages.rerank``)."""
     config = config or eval_config()
     embedder = None
     index = None
@@ -109,6 +112,7 @@ def package_answerer(
         embedder=embedder,
         vector_index=index,
         cache=QueryCache(EVAL_CACHE_ENTRIES) if cache else None,
+        reranker=reranker,
     )
 
     async def answer(request: QueryRequest) -> QueryResponse:

@@ -39,6 +39,7 @@ from router.errors import ConfigError, DatasetError
 from router.package.listing import postings_bytes
 from router.package.manifest import Manifest
 from router.package.reader import KnowledgePackage, load_package
+from router.ports import Reranker
 from router.stages.normalizer import normalize_query
 from router.stages.vector import embedded_text
 from router.vectors.passages import passage_text
@@ -324,6 +325,7 @@ class BeirRun:
     encoder: Any = None
     variant: str = DEFAULT_VARIANT
     overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    reranker: Reranker | None = None
 
     def answerers(self) -> tuple[Any, Any]:
         """(served, ranking): the served cascade abstains as configured; the ranking one never
@@ -332,10 +334,20 @@ class BeirRun:
         no_abstention = dataclasses.replace(base, abstain_below=0.0, min_coverage=0.0)
         vectors = self.encoder is not None
         served = package_answerer(
-            self.package, base, encoder=self.encoder, use_vectors=vectors, cache=True
+            self.package,
+            base,
+            encoder=self.encoder,
+            use_vectors=vectors,
+            cache=True,
+            reranker=self.reranker,
         )
         ranking = package_answerer(
-            self.package, no_abstention, encoder=self.encoder, use_vectors=vectors, cache=False
+            self.package,
+            no_abstention,
+            encoder=self.encoder,
+            use_vectors=vectors,
+            cache=False,
+            reranker=self.reranker,
         )
         return served, ranking
 

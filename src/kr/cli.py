@@ -21,6 +21,7 @@ from kr.commands import build, gate, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
 from kr.local import DEFAULT_EMBEDDER
+from kr.rerankers import DEFAULT_RERANKER, RERANKER_HELP
 from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_choice
 from router.errors import ConfigError, KnowledgeFormatError, QualityGateError, RouterError
 
@@ -89,6 +90,10 @@ def _gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--today", help="gate: ask the queries on this day (YYYY-MM-DD)")
 
 
+def _reranker_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reranker", default=DEFAULT_RERANKER, metavar="SPEC", help=RERANKER_HELP)
+
+
 def _force_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
@@ -136,6 +141,7 @@ def _query(sub: Subparsers) -> None:
     p.add_argument("--top-k", type=int, default=None, help="default: adaptive (3/8/15)")
     p.add_argument("--trace", action="store_true", help="print the stage trace")
     p.add_argument("--json", action="store_true", help="print the QueryResponse as JSON")
+    _reranker_arg(p)
 
 
 def _serve(sub: Subparsers) -> None:
@@ -158,6 +164,7 @@ def _serve(sub: Subparsers) -> None:
         "without credentials); default none ($KR_CORS_ORIGINS). JWTs: $KR_JWT_HS256_SECRET or "
         "$KR_JWKS, $KR_JWT_TENANT_CLAIM, $KR_JWT_AUDIENCE, $KR_JWT_ISSUER",
     )
+    _reranker_arg(p)
 
 
 def _publish(sub: Subparsers) -> None:
@@ -241,6 +248,7 @@ def _eval(sub: Subparsers) -> None:
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument("--json", action="store_true", help="print metrics as JSON")
     p.add_argument("--failures", action="store_true", help="list the missed queries")
+    _reranker_arg(p)
 
 
 def _gate(sub: Subparsers) -> None:

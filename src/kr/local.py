@@ -19,8 +19,9 @@ from router.adapters.local.state import LocalState, default_state_dir
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES
+from router.namespaced import NamespacedStore, reranker_namespace
 from router.package.manifest import Manifest
-from router.ports import Embedder, VectorIndex
+from router.ports import Embedder, KeyValueStore, Reranker, VectorIndex
 from router.service import KnowledgeService
 from router.stages.cache import QueryCache
 
@@ -54,16 +55,23 @@ def local_vector_stage(manifest: Manifest) -> tuple[Embedder | None, VectorIndex
     return embedder, LocalVectorIndex(int(embedding["dimensions"]))
 
 
-def local_service(path: Path | None, cache: bool = True) -> KnowledgeService:
+def local_service(
+    path: Path | None, cache: bool = True, reranker: Reranker | None = None
+) -> KnowledgeService:
     """SQLite KV + folder blobs, an in-process vector index filled when a package is loaded,
-    LRU + KV query cache, and the vector stage of each loaded package."""
+    LRU + KV query cache (reranked answers under their own prefix), the vector stage of each
+    loaded package, and ``reranker`` (``--reranker``) when given."""
     state = local_state(path)
+    cache_kv: KeyValueStore = state.cache_kv
+    if reranker is not None:
+        cache_kv = NamespacedStore(cache_kv, reranker_namespace(reranker.model))
     return KnowledgeService(
         kv=state.kv,
         blobs=state.blobs,
-        cache=QueryCache(DEFAULT_CACHE_ENTRIES, state.cache_kv) if cache else None,
+        cache=QueryCache(DEFAULT_CACHE_ENTRIES, cache_kv) if cache else None,
         load_vectors_on_activation=True,
         vector_stage=local_vector_stage,
+        reranker=reranker,
     )
 
 

@@ -29,8 +29,10 @@ from router.stages.calibration import DEFAULT_CONFIDENCE_MODEL, ConfidenceModel
 
 __all__ = [
     "DEFAULT_CACHE_ENTRIES",
+    "DEFAULT_RERANK_CANDIDATES",
     "DEFAULT_TOP_K",
     "FUSION_METHODS",
+    "MAX_RERANK_CANDIDATES",
     "SOURCE_NAMES",
     "FusionMethod",
     "RetrievalBudget",
@@ -87,6 +89,18 @@ DEFAULT_TRUST_WEIGHTS: Mapping[str, float] = MappingProxyType(
 # Context boost (PRD §12): relative boost of the scores of sections of the page / tab / focus
 # documents, applied to each source before fusion like the trust weights (ADR 0006).
 DEFAULT_CONTEXT_BOOST = 0.3
+# Reranking (PRD §2–3, seed 001 §6; docs/adr/0015): the fused top-N a reranker reads (20: seed
+# 001 §10 "only top-20 or top-50"; each one is a section text read and a passage scored), the
+# characters of each passage it gets (bge-reranker-base reads 512 tokens of question + passage),
+# how long the reranker may take once it started (PRD §3: retrieval + reranking < 300 ms, the
+# retrieval budget being 150), and how much its ranking weighs against the fused one (reciprocal
+# rank blend: 1 = the reranker's order alone, 0 = the fused order; docs/adr/0015). Reranking is
+# off unless a reranker is configured (CascadeServices.reranker).
+DEFAULT_RERANK_CANDIDATES = 20
+MAX_RERANK_CANDIDATES = 100
+DEFAULT_RERANK_PASSAGE_CHARS = 2000
+DEFAULT_RERANK_TIMEOUT_MS = 150.0
+DEFAULT_RERANK_WEIGHT = 1.0
 # Query cache (PRD §30): entries kept per isolate.
 DEFAULT_CACHE_ENTRIES = 1024
 # Retrieval budget (PRD §21): sections a response may hold, and the router's own time.
@@ -198,11 +212,17 @@ class RouterConfig:
     context_boost: float = DEFAULT_CONTEXT_BOOST
     corrective_expansion: bool = True
     budget: RetrievalBudget = field(default_factory=RetrievalBudget)
+    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
+    rerank_passage_chars: int = DEFAULT_RERANK_PASSAGE_CHARS
+    rerank_timeout_ms: float = DEFAULT_RERANK_TIMEOUT_MS
+    rerank_weight: float = DEFAULT_RERANK_WEIGHT
+    always_rerank: bool = False  # True: rerank at HIGH confidence too (for comparison)
 
     def __post_init__(self) -> None:
         self._check_sizes()
         self._check_thresholds()
         self._check_weights()
+        self._check_rerank()
         if not isinstance(self.budget, RetrievalBudget):
             raise ConfigError(f"RouterConfig.budget must be a RetrievalBudget, not {self.budget!r}")
 
@@ -243,3 +263,11 @@ class RouterConfig:
         check_weights(owner, "vector_weight_by_level", self.vector_weight_by_level, LEVELS)
         check_weights(owner, "trust_weights", self.trust_weights, TRUST_LEVELS)
         check_range(owner, "context_boost", self.context_boost, 0.0)
+
+    def _check_rerank(self) -> None:
+        owner = "RouterConfig"
+        check_count(owner, "rerank_candidates", self.rerank_candidates, 2)
+        check_range(owner, "rerank_candidates", self.rerank_candidates, high=MAX_RERANK_CANDIDATES)
+        check_count(owner, "rerank_passage_chars", self.rerank_passage_chars)
+        check_range(owner, "rerank_timeout_ms", self.rerank_timeout_ms, above=0)
+        check_range(owner, "rerank_weight", self.rerank_weight, 0.0, 1.0)

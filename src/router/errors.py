@@ -19,6 +19,7 @@ __all__ = [
     "NoPreviousVersionError",
     "PackageFormatError",
     "QualityGateError",
+    "RerankError",
     "RouterError",
 ]
 
@@ -112,6 +113,17 @@ class GenerationError(RouterError):
     """The LLM answer step failed: endpoint unreachable, timed out, or answered nonsense."""
 
     code = "generation_failed"
+    http_status = 502
+
+
+class RerankError(RouterError):
+    """The reranker failed: endpoint or binding unreachable, timed out, or answered nonsense.
+
+    Why its own code: reranking is an optional refinement (PRD §3), so the cascade catches it
+    and keeps the fused order (the trace says so); the code names what degraded.
+    """
+
+    code = "rerank_failed"
     http_status = 502
 
 

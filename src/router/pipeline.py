@@ -22,7 +22,7 @@ from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
 from router.package.text_store import TextReads
-from router.ports import Embedder, Generator, VectorIndex
+from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.stages.answer import choose_answer, pick_fact
 from router.stages.cache import CacheLookup, QueryCache, look_up, probe
@@ -30,13 +30,14 @@ from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
 from router.stages.exact import exact_hits, look_up_keys
-from router.stages.fusion import fuse_candidates, record_fusion
+from router.stages.fusion import Fused, fuse_candidates, record_fusion
 from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
 from router.stages.records import early_sections, load_records, needed_documents
 from router.stages.references import resolve_references
+from router.stages.rerank import rerank_candidates, rerank_skip_reason
 from router.stages.terms import read_terms
 from router.stages.texts import load_texts, quoted_sections
 from router.stages.tiers import latency_tier, tier_config
@@ -60,6 +61,7 @@ class CascadeServices:
     metrics: Metrics | None = None
     # Runs side effects (the KV cache copy) after the response when the HTTP layer allows it.
     defer: Defer | None = None
+    reranker: Reranker | None = None
 
 
 def run_query(
@@ -157,6 +159,7 @@ async def run_cascade(
         adaptive_k(verdict.level, config.top_k_by_level, request.top_k), config.budget.max_documents
     )
     record_fusion(state, fused, k)
+    fused = await _rerank_stage(state, services, fused)
     shown = fused[:k]
     early = early_sections(state, shown, fused)
     if not await load_records(state, needed_documents(state, shown, fused), early):
@@ -194,6 +197,21 @@ async def _vector_stage(state: QueryState, services: CascadeServices) -> list[tu
         return []
     assert embedder is not None and index is not None  # vector_skip_reason checked both
     return await vector_fallback(state, embedder, index)
+
+
+async def _rerank_stage(
+    state: QueryState, services: CascadeServices, fused: list[Fused]
+) -> list[Fused]:
+    """The fused top-N reordered by the reranker when one exists, confidence is not HIGH and
+    budget is left; otherwise (or when it fails) the fused order."""
+    reason = rerank_skip_reason(state, services.reranker)
+    if reason is not None:
+        state.trace.skip("rerank", reason)
+        return fused
+    if not _budget_left(state.trace, "rerank"):
+        return fused
+    assert services.reranker is not None  # rerank_skip_reason checked it
+    return await rerank_candidates(state, fused, services.reranker)
 
 
 def _budget_left(trace: Trace, stage: str) -> bool:

@@ -27,6 +27,7 @@ __all__ = [
     "QueryLog",
     "RecordRows",
     "RelationalStore",
+    "Reranker",
     "VectorIndex",
     "VectorMatch",
     "VectorRecord",
@@ -219,3 +220,21 @@ class Generator(Protocol):
     model: str
 
     async def generate(self, question: str, context: Any) -> GeneratedAnswer: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Optional second-stage ranker (PRD §3, seed 001 §6): reads the question with each of the
+    fused top-N passages and says how relevant each one is.
+
+    Why one score per passage, in the passages' order: cross-encoders (Workers AI
+    ``bge-reranker-base``, any Cohere/Jina-shaped ``/rerank`` endpoint), an LLM ordering passage
+    ids, and the local lexical scorer all reduce to that; the cascade alone decides what the
+    scores do to the ranking (``router.stages.rerank``). Higher is more relevant; scores of one
+    call are comparable with each other only. Failures raise
+    :class:`~router.errors.RerankError`; the cascade then keeps the fused order.
+    """
+
+    model: str
+
+    async def rerank(self, question: str, passages: Sequence[str]) -> list[float]: ...

@@ -39,6 +39,7 @@ from router.ports import (
     Generator,
     KeyValueStore,
     RecordRows,
+    Reranker,
     VectorIndex,
 )
 from router.stages.cache import QueryCache
@@ -122,6 +123,8 @@ class KnowledgeService:
     recorder: QueryRecorder | None = None
     # D1's knowledge_records: the records a response needs in one query (else the R2 chunks)
     record_rows: RecordRows | None = None
+    # reorders the fused top-N when confidence is not HIGH (router.stages.rerank); None: off
+    reranker: Reranker | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
     last_load_error: str | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
@@ -279,6 +282,7 @@ class KnowledgeService:
             cache=self.cache,
             metrics=self.metrics,
             defer=defer,
+            reranker=self.reranker,
         )
         probed = None
         version = await self.active_version()

@@ -14,7 +14,7 @@ import contextvars
 from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["concurrently", "run_sync"]
+__all__ = ["bounded", "concurrently", "run_sync"]
 
 T = TypeVar("T")
 
@@ -57,3 +57,12 @@ async def concurrently(jobs: Sequence[Awaitable[T]]) -> list[T]:
     if _loop_running() and len(jobs) > 1:
         return list(await asyncio.gather(*jobs))
     return [await job for job in jobs]
+
+
+async def bounded(job: Awaitable[T], timeout_s: float) -> T:
+    """``job``'s result, or ``TimeoutError`` once ``timeout_s`` has passed, when an event loop
+    runs; driven by ``run_sync`` it is simply awaited (it never suspends then, so it cannot
+    wait for anything)."""
+    if _loop_running():
+        return await asyncio.wait_for(job, timeout_s)
+    return await job

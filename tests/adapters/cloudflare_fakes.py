@@ -282,7 +282,8 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 class FakeAI:
-    """Embedding models answer ``{"shape", "data"}``; chat models ``{"response"}``."""
+    """Embedding models answer ``{"shape", "data"}``; chat models ``{"response"}``; the
+    reranker ``{"response": [{"id", "score"}]}``."""
 
     def __init__(
         self,
@@ -312,6 +313,14 @@ class FakeAI:
             return {"shape": [len(data), self.dimensions], "data": data, "pooling": "cls"}
         if "messages" in inputs:
             return {"response": self.reply, "usage": {"prompt_tokens": 1}}
+        if "contexts" in inputs:  # a reranker: query words each context holds, best first
+            words = set(inputs["query"].lower().split())
+            scored = [
+                {"id": i, "score": float(len(words & set(c["text"].lower().split())))}
+                for i, c in enumerate(inputs["contexts"])
+            ]
+            scored.sort(key=lambda row: -row["score"])
+            return {"response": scored[: inputs.get("top_k", len(scored))]}
         raise JsError("AiError: 5006: unknown input")
 
 

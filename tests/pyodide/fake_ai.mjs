@@ -8,7 +8,10 @@
 //     pooling: "mean"}; the vectors are hashed character trigrams, L2-normalised, so texts that
 //     share fragments are close (a test signal, not a semantic model);
 //   * text-generation models (anything else under `@cf/`): inputs {prompt} or {messages} →
-//     {response: string, usage}; the response is a fixed, recognisable echo of the last message.
+//     {response: string, usage}; the response is a fixed, recognisable echo of the last message;
+//   * the reranker `@cf/baai/bge-reranker-base`: inputs {query, contexts: [{text}], top_k} →
+//     {response: [{id, score}]}, best first, at most top_k rows; the score is the share of the
+//     query's words the context holds (folded), plus a little for earlier contexts on ties.
 //
 // Every call is recorded in `calls` ({model, kind, count}), so a test can assert, for instance,
 // that a package embedded with a local model never reaches AI.
@@ -24,6 +27,7 @@ export const EMBEDDING_MODELS = {
 };
 
 const MAX_TEXTS = 100;
+export const RERANK_MODELS = new Set(["@cf/baai/bge-reranker-base"]);
 
 function fold(text) {
   return text
@@ -89,6 +93,7 @@ export class Ai {
         pooling: "mean",
       };
     }
+    if (RERANK_MODELS.has(model)) return this.#rerank(model, inputs);
     if (/embed|bge/i.test(model)) throw aiError(`No such model ${model}`);
     let last = "";
     if (Array.isArray(inputs.messages) && inputs.messages.length > 0) {
@@ -103,6 +108,26 @@ export class Ai {
       response: `[fake ${model}] ${last.slice(0, 200)}`,
       usage: { prompt_tokens: Math.ceil(last.length / 4), completion_tokens: 16, total_tokens: 16 },
     };
+  }
+
+  #rerank(model, inputs) {
+    const { query, contexts } = inputs;
+    if (typeof query !== "string" || !Array.isArray(contexts) || contexts.length === 0) {
+      throw aiError(`${model}: inputs need "query" and a non-empty "contexts" list`);
+    }
+    if (contexts.some((c) => c === null || typeof c !== "object" || typeof c.text !== "string")) {
+      throw aiError(`${model}: each context must be {text: string}`);
+    }
+    const topK = inputs.top_k ?? contexts.length;
+    const words = new Set(fold(query).split(" ").filter(Boolean));
+    const scored = contexts.map((c, id) => {
+      const held = new Set(fold(c.text).split(" "));
+      const share = words.size ? [...words].filter((w) => held.has(w)).length / words.size : 0;
+      return { id, score: share + 1e-3 / (id + 1) };
+    });
+    scored.sort((a, b) => b.score - a.score);
+    this.calls.push({ model, kind: "rerank", count: contexts.length });
+    return { response: scored.slice(0, topK) };
   }
 }
 

@@ -335,6 +335,49 @@ def test_the_workers_default_refuses_a_caller_without_a_key(
         assert keyed.status == 200 and keyed.json()["results"][0]["doc_id"] == "apr"
 
 
+def test_workers_ai_reranks_when_the_worker_is_told_to(
+    tmp_path: Path, package_dir: Path, hash_build: BuildResult
+) -> None:
+    """``KR_RERANKER=workers-ai``: a MEDIUM question's fused top-N goes to the AI binding's
+    reranker (the request crosses the FFI as JS objects) and comes back reordered, with the
+    rerank score on every result; a HIGH question is not reranked."""
+    state = tmp_path / "wrangler-state"
+    run_wrangler(
+        [
+            "d1",
+            "migrations",
+            "apply",
+            "KNOWLEDGE_DB",
+            "--local",
+            "--persist-to",
+            str(state),
+            "--env=",
+        ]
+    )
+    dimensions = int(hash_build.package.manifest.embedding["dimensions"])
+    with PyodideHost(
+        persist_to=state,
+        log=state / "host.log",
+        vectorize={"dimensions": dimensions, "metadataIndexes": ["version"]},
+        vars={**WORKER_VARS, "KR_RERANKER": "workers-ai"},
+    ) as host:
+        assert host.publish(package_dir)["activated"]
+        high = host.fetch("POST", "/v1/query", body={"query": "para que serve o CA do EPI?"})
+        assert high.status == 200
+        assert high.json()["trace"]["stages"]["rerank"]["skipped"] == "confidence HIGH"
+        assert not [c for c in host.stats()["ai_calls"] if c["kind"] == "rerank"]
+        medium = host.fetch("POST", "/v1/query", body={"query": "o que significa ASO?"})
+        assert medium.status == 200, medium.body
+        body = medium.json()
+        stage = body["trace"]["stages"]["rerank"]
+        assert stage["model"] == "@cf/baai/bge-reranker-base" and stage["candidates"] > 1
+        [call] = [c for c in host.stats()["ai_calls"] if c["kind"] == "rerank"]
+        assert call["count"] == stage["candidates"]
+        scores = [r["scores"]["rerank"] for r in body["results"]]
+        assert scores == sorted(scores, reverse=True)  # rerank_weight 1: the reranker's order
+        assert stage["ranking"][0][0] == body["results"][0]["section_id"]
+
+
 def test_a_corrupt_new_version_is_refused_and_the_previous_keeps_serving(
     worker: PyodideHost, hash_build: BuildResult, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ from kr.local import DEFAULT_EMBEDDER, local_state
 from kr.packages import active_package, read_package_folder
 from kr.progress import progress_bar, say
 from kr.report import DEFAULT_REPORTS_DIR, write_report
+from kr.rerankers import DEFAULT_RERANKER, reranker_from_spec
 from router.analysis.analyzer import AnalyzerConfig
 from router.compile.indexer import BuildConfig
 from router.errors import ConfigError, DatasetError
@@ -51,6 +52,7 @@ class EvalRequest:
     variant: str = DEFAULT_VARIANT
     language: str | None = None
     today: str | None = None
+    reranker: str = DEFAULT_RERANKER  # --reranker SPEC (kr.rerankers)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -64,6 +66,7 @@ async def run(args: argparse.Namespace) -> int:
         variant=args.variant,
         language=args.language,
         today=args.today,
+        reranker=args.reranker,
     )
     report = await eval_command(request)
     if not args.no_report:
@@ -85,8 +88,16 @@ def report_folder(request: EvalRequest, name: str) -> Path:
     if request.target.is_dir():
         suffix = "" if request.split == DEFAULT_SPLIT else f"-{request.split}"
         suffix += "" if request.variant == DEFAULT_VARIANT else f"-{request.variant}"
+        suffix += _reranker_suffix(request)
         return DEFAULT_REPORTS_DIR / f"{name}{suffix}"
-    return DEFAULT_REPORTS_DIR / name
+    return DEFAULT_REPORTS_DIR / f"{name}{_reranker_suffix(request)}"
+
+
+def _reranker_suffix(request: EvalRequest) -> str:
+    """``-rerank-local``, ``-rerank-e5``, ``-rerank-http`` …; nothing without a reranker."""
+    if request.reranker == DEFAULT_RERANKER:
+        return ""
+    return "-rerank-" + request.reranker.split(":", 1)[0]
 
 
 async def eval_command(request: EvalRequest) -> EvalReport:
@@ -113,7 +124,9 @@ async def eval_command(request: EvalRequest) -> EvalReport:
         "asked_on": today,
         "config": "RouterConfig defaults, latency budget lifted, fresh memory cache",
     }
-    answer = package_answerer(package, today=today)
+    reranker = reranker_from_spec(request.reranker)
+    info["reranker"] = reranker.model if reranker is not None else "none"
+    answer = package_answerer(package, today=today, reranker=reranker)
     name = GOLDEN_NAME if target.name == DEFAULT_GOLDEN.name else target.stem
     with progress_bar(len(queries), name) as advance:
         return await evaluate(queries, answer, name=name, info=info, progress=advance)
@@ -157,6 +170,8 @@ async def _eval_folder(request: EvalRequest) -> EvalReport:
             "embedded in batches into the vector cache before the run: the vector stage's "
             "time is the index search (in the Worker the embedder is a Workers AI call)"
         )
-    run = BeirRun(collection, package, plan.encoder, request.variant)
+    reranker = reranker_from_spec(request.reranker)
+    info["reranker"] = reranker.model if reranker is not None else "none"
+    run = BeirRun(collection, package, plan.encoder, request.variant, reranker=reranker)
     with progress_bar(len(collection.qrels), collection.name) as advance:
         return await evaluate_collection(run, progress=advance, info=info)

@@ -1,4 +1,5 @@
-"""Options several commands share, read back from the parsed arguments: the gate's settings."""
+"""Options several commands share, read back from the parsed arguments: the gate's settings,
+the reranker."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import argparse
 
 from kr.gate.compare import parse_tolerances
 from kr.gate.runs import GateSettings
+from kr.rerankers import reranker_from_spec
+from router.ports import Reranker
 
-__all__ = ["gate_settings"]
+__all__ = ["gate_settings", "reranker"]
 
 
 def gate_settings(args: argparse.Namespace) -> GateSettings:
@@ -20,3 +23,8 @@ def gate_settings(args: argparse.Namespace) -> GateSettings:
         split=args.split,
         today=args.today,
     )
+
+
+def reranker(args: argparse.Namespace) -> Reranker | None:
+    """``--reranker`` (``kr query``, ``kr serve``, ``kr eval``): see :mod:`kr.rerankers`."""
+    return reranker_from_spec(getattr(args, "reranker", None))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from kr.commands.options import reranker
 from kr.local import local_service
 from router.contract import QueryRequest, QueryResponse
 
@@ -21,7 +22,7 @@ async def run(args: argparse.Namespace) -> int:
         date=args.date,
         top_k=args.top_k,
     )
-    response = await local_service(args.state).query(request)
+    response = await local_service(args.state, reranker=reranker(args)).query(request)
     if args.json:
         print(response.model_dump_json(indent=2))
     else:

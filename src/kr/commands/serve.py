@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from kr.commands.options import reranker
 from kr.local import local_authenticator, local_service
 from router.api.cors import cors_policy_from
 
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
 
     origins = ",".join(args.cors_origin) if args.cors_origin else os.environ.get("KR_CORS_ORIGINS")
     app = create_app(
-        local_service(args.state),
+        local_service(args.state, reranker=reranker(args)),
         cors=cors_policy_from(origins),
         auth=local_authenticator(args.state, allow_anonymous=False if args.no_anonymous else None),
     )

@@ -59,6 +59,8 @@ async def load_records(state: QueryState, docs: set[int], sections: Sequence[int
     ``state.texts``; traced as ``records`` with what both reads cost. False when the records
     could not be read (a failed text read is left to the texts stage to report)."""
     view = state.package
+    docs = {d for d in docs if d not in view.loaded}  # the rerank stage may have read some
+    sections = [s for s in sections if s not in state.texts]
     records, texts = await concurrently(
         [_outcome(view.load_records(docs)), _outcome(view.texts.load(sections))]
     )

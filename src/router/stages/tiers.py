@@ -2,9 +2,10 @@
 
 Why tiers: an autocomplete box wants the deterministic stages only, a support agent drafting an
 answer can wait for vectors and the reranker. ``fast`` runs the lexical stages only (cache,
-exact, keyword, BM25, corrective, graph: no embedding call); ``normal`` is the cascade as
-configured (vectors when the lexical confidence is not HIGH); ``quality`` adds the reranker
-whenever the confidence is not HIGH and doubles the latency budget for it. The tier is part of
+exact, keyword, BM25, corrective, graph: no embedding or reranker call); ``normal`` is the
+cascade as configured (vectors, and the reranker when one is configured, when the lexical
+confidence is not HIGH); ``quality`` runs the same stages with twice the latency budget, so
+the vector stage and the reranker are not the ones the budget cuts. The tier is part of
 the cache key, and shows in ``analysis.latency_tier`` and in ``strategy_used`` (an extractive
 answer that vectors or the reranker shaped at ``quality`` is ``enriched_rag``).
 """

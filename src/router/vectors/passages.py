@@ -1,13 +1,15 @@
-"""The text each section is embedded from, shared by the build and the benchmarks.
+"""The text each section is embedded from, shared by the build, the benchmarks and the rerank
+stage.
 
 Why one function: section vectors are cached by the hash of this text, so the compiler, the
-benchmarks and any re-embedding job must produce exactly the same string for the same section.
+benchmarks, any re-embedding job and a reranker reading passages must produce exactly the same
+string for the same section. It runs in the Worker (the rerank stage), so it imports nothing
+of the build (the parser needs yaml, which the Worker does not have).
 """
 
 from __future__ import annotations
 
-from router.knowledge.model import Document, Section
-from router.knowledge.parser import strip_wikilinks
+from router.knowledge.model import Document, Section, strip_wikilinks
 
 __all__ = ["MAX_PASSAGE_CHARS", "passage_text"]
 

@@ -15,6 +15,9 @@ Credentials and CORS (docs/adr/0012): API keys from D1's ``api_keys``, anonymous
 unless ``KR_ALLOW_ANONYMOUS=on``, ``KR_KEY_CACHE_TTL_S`` (30 s: how long a revoked key may still
 work in an isolate that saw it), ``KR_JWT_HS256_SECRET`` or ``KR_JWKS`` with
 ``KR_JWT_TENANT_CLAIM``, ``KR_JWT_AUDIENCE``, ``KR_JWT_ISSUER``, and ``KR_CORS_ORIGINS``.
+Reranking (docs/adr/0015): off unless ``KR_RERANKER=workers-ai`` (then Workers AI's
+``@cf/baai/bge-reranker-base``, English-only, or ``KR_RERANKER_MODEL``, reorders the fused
+top-N of queries whose confidence is not HIGH; its answers are cached apart).
 """
 
 from __future__ import annotations
@@ -32,17 +35,20 @@ from router.adapters.cloudflare.r2 import R2BlobStore
 from router.adapters.cloudflare.vectorize import VectorizeIndex
 from router.adapters.cloudflare.workers_ai import (
     DEFAULT_LLM_MODEL,
+    DEFAULT_RERANK_MODEL,
     WorkersAiEmbedder,
     WorkersAiGenerator,
+    WorkersAiReranker,
 )
 from router.api.cors import CorsPolicy, cors_policy_from
 from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
+from router.namespaced import NamespacedStore, reranker_namespace
 from router.ops.query_log import QueryRecorder
 from router.ops.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
 from router.package.manifest import Manifest
-from router.ports import Embedder, VectorIndex
+from router.ports import Embedder, KeyValueStore, VectorIndex
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, VectorStageFactory
 from router.stages.cache import QueryCache
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
@@ -55,6 +61,7 @@ __all__ = [
     "KV_BINDING",
     "LOG_FLUSH_EVERY",
     "LOG_FLUSH_INTERVAL_S",
+    "RERANKER_CHOICES",
     "VECTORS_BINDING",
     "CloudflareBindings",
     "WorkerSettings",
@@ -75,6 +82,9 @@ BUCKET_BINDING = "KNOWLEDGE_BUCKET"
 DB_BINDING = "KNOWLEDGE_DB"
 VECTORS_BINDING = "KNOWLEDGE_VECTORS"
 AI_BINDING = "AI"
+
+RERANKER_CHOICES = ("off", "workers-ai")
+"""``KR_RERANKER``: no rerank stage (the default), or Workers AI's reranker model."""
 
 CACHE_TTL_S = 24 * 3600
 """KV expiration of query-cache entries (they are keyed by version and day)."""
@@ -117,6 +127,13 @@ class CloudflareBindings:
         if self.ai_binding is None:
             return None
         return WorkersAiGenerator(self.ai_binding, model)
+
+    def reranker(self, model: str = DEFAULT_RERANK_MODEL) -> WorkersAiReranker | None:
+        """The Workers AI reranker, or None (with a warning) when ``AI`` is not bound."""
+        if self.ai_binding is None:
+            log.warning("KR_RERANKER=workers-ai but no %s binding: no rerank stage", AI_BINDING)
+            return None
+        return WorkersAiReranker(self.ai_binding, model)
 
     def vector_stage(self, manifest: Manifest) -> tuple[Embedder | None, VectorIndex | None]:
         """Embedder and index for a package (a :data:`~router.service.VectorStageFactory`)."""
@@ -168,6 +185,8 @@ class WorkerSettings:
     log_flush_interval_s: float = LOG_FLUSH_INTERVAL_S
     max_latency_ms: float = RetrievalBudget().max_latency_ms
     query_log: bool = True  # KR_QUERY_LOG=off: no query text is stored (privacy), no warming
+    reranker: str = "off"  # KR_RERANKER: off | workers-ai (docs/adr/0015)
+    reranker_model: str = DEFAULT_RERANK_MODEL
 
     def router_config(self) -> RouterConfig:
         """The cascade's configuration with this Worker's latency budget."""
@@ -178,7 +197,7 @@ class WorkerSettings:
 def settings_from_env(env: Any) -> WorkerSettings:
     """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
     ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21),
-    ``KR_QUERY_LOG`` (on/off)."""
+    ``KR_QUERY_LOG`` (on/off), ``KR_RERANKER`` (off/workers-ai) and ``KR_RERANKER_MODEL``."""
     defaults = WorkerSettings()
     return WorkerSettings(
         active_version_ttl_s=_number(
@@ -189,6 +208,8 @@ def settings_from_env(env: Any) -> WorkerSettings:
         warm_limit=_number(env, "KR_WARM_LIMIT", defaults.warm_limit, int),
         max_latency_ms=_number(env, "KR_MAX_LATENCY_MS", defaults.max_latency_ms, float),
         query_log=_switch(env, "KR_QUERY_LOG", defaults.query_log),
+        reranker=_choice(env, "KR_RERANKER", defaults.reranker, RERANKER_CHOICES),
+        reranker_model=str(to_py(binding(env, "KR_RERANKER_MODEL")) or defaults.reranker_model),
     )
 
 
@@ -198,7 +219,8 @@ def build_service(
     config: RouterConfig | None = None,
 ) -> KnowledgeService:
     """A service over the bindings: KV-backed LRU cache, active-version TTL, vector stage per
-    package, Workers AI generator when ``AI`` is bound, query recording when D1 is bound."""
+    package, Workers AI generator when ``AI`` is bound (and its reranker when asked for),
+    query recording when D1 is bound."""
     settings = settings or WorkerSettings()
     if cf.kv is None or cf.blobs is None:
         missing = [n for n, a in ((KV_BINDING, cf.kv), (BUCKET_BINDING, cf.blobs)) if a is None]
@@ -211,12 +233,17 @@ def build_service(
             flush_every=settings.log_flush_every,
             flush_interval_s=settings.log_flush_interval_s,
         )
+    reranker = cf.reranker(settings.reranker_model) if settings.reranker == "workers-ai" else None
+    cache_kv: KeyValueStore = cf.kv.with_ttl(settings.cache_ttl_s)
+    if reranker is not None:  # reranked answers are cached apart
+        cache_kv = NamespacedStore(cache_kv, reranker_namespace(reranker.model))
     return KnowledgeService(
         kv=cf.kv,
         blobs=cf.blobs,
         config=config or settings.router_config(),
         generator=cf.generator(settings.llm_model),
-        cache=QueryCache(settings.cache_entries, cf.kv.with_ttl(settings.cache_ttl_s)),
+        reranker=reranker,
+        cache=QueryCache(settings.cache_entries, cache_kv),
         active_version_ttl_s=settings.active_version_ttl_s,
         vector_stage=vector_stage,
         recorder=recorder,
@@ -296,6 +323,16 @@ def _switch(env: Any, name: str, default: bool) -> bool:
     if value not in ("on", "off", "true", "false", "1", "0"):
         raise ConfigError(f"{name} must be on or off, got {raw!r}")
     return value in ("on", "true", "1")
+
+
+def _choice(env: Any, name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = to_py(binding(env, name))
+    if raw is None or raw == "":
+        return default
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
 
 
 def _number(env: Any, name: str, default: Any, kind: type) -> Any:

@@ -1,4 +1,4 @@
-"""The Workers AI binding as the query embedder and the LLM generator ports.
+"""The Workers AI binding as the query embedder, the LLM generator and the reranker ports.
 
 Why the embedder is named by model: a package's vectors can only be queried with the model that
 made them, and the manifest records that model id (``@cf/baai/bge-m3`` for packages published to
@@ -11,6 +11,14 @@ Why the generator reuses :mod:`router.stages.generation`: the prompt layout (rou
 knowledge as delimited data, question) and the citation parsing are product rules shared with the
 OpenAI-compatible adapter; only the transport differs. Every failure becomes a
 :class:`~router.errors.GenerationError`.
+
+The reranker is ``@cf/baai/bge-reranker-base``, a cross-encoder: ``{"query", "contexts":
+[{"text"}], "top_k"}`` → ``{"response": [{"id", "score"}]}``, ``id`` being the context's index
+(``top_k`` is always the number of passages: the model returns only ``top_k`` rows). It was
+trained on English and Chinese and reads 512 tokens of question + passage: on Portuguese
+knowledge it is not known to help (docs/adr/0015), so the Worker runs it only when
+``KR_RERANKER=workers-ai`` asks for it. Every failure becomes a
+:class:`~router.errors.RerankError` (the cascade then keeps the fused order).
 """
 
 from __future__ import annotations
@@ -20,9 +28,10 @@ from typing import Any
 
 from router.adapters.cloudflare.jsconv import to_js, to_py
 from router.contract import AgentKnowledgeContext
-from router.errors import BindingError, GenerationError
+from router.errors import BindingError, GenerationError, RerankError
 from router.ports import GeneratedAnswer
 from router.stages.generation import build_messages, parse_citations
+from router.stages.rerank import scores_by_index
 from router.vectors.workers_ai_models import (
     BGE_M3,
     MAX_CHARS_PER_CALL,
@@ -36,9 +45,11 @@ __all__ = [
     "BGE_M3_DIMENSIONS",
     "BGE_M3_MODEL",
     "DEFAULT_LLM_MODEL",
+    "DEFAULT_RERANK_MODEL",
     "MAX_EMBED_BATCH",
     "WorkersAiEmbedder",
     "WorkersAiGenerator",
+    "WorkersAiReranker",
 ]
 
 BGE_M3_MODEL = BGE_M3.model_id
@@ -48,6 +59,8 @@ MAX_EMBED_BATCH = MAX_TEXTS_PER_CALL
 DEFAULT_LLM_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
 """Instruct model for optional LLM answers (multilingual; follows the citation format)."""
 DEFAULT_MAX_TOKENS = 512
+DEFAULT_RERANK_MODEL = "@cf/baai/bge-reranker-base"
+"""Cross-encoder reranker (English and Chinese; 512 tokens of question + passage)."""
 
 
 class WorkersAiEmbedder:
@@ -107,6 +120,32 @@ class WorkersAiGenerator:
         if text is None:
             raise GenerationError(f"Workers AI {self.model} returned no text response")
         return GeneratedAnswer(text=text, cited_ids=parse_citations(text), model=self.model)
+
+
+class WorkersAiReranker:
+    """One ``AI.run`` per query over every passage; scores mapped back by ``id``."""
+
+    def __init__(self, binding: Any, model: str = DEFAULT_RERANK_MODEL) -> None:
+        self.binding = binding
+        self.model = model
+
+    async def rerank(self, question: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        body = {
+            "query": question,
+            "contexts": [{"text": text} for text in passages],
+            "top_k": len(passages),
+        }
+        try:
+            result = to_py(await self.binding.run(self.model, to_js(body)))
+        except Exception as exc:
+            raise RerankError(f"Workers AI {self.model} failed: {exc}") from exc
+        rows = result.get("response") if isinstance(result, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise RerankError(f"Workers AI {self.model} returned no response rows")
+        pairs = [(row.get("id"), row.get("score")) for row in rows]
+        return scores_by_index(pairs, len(passages), f"Workers AI {self.model}")
 
 
 def _reply_text(result: Any) -> str | None:

@@ -1,0 +1,1 @@
+"""Tests of ``router.rerankers``: the rerankers that need no adapter of their own."""
