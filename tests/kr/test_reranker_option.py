@@ -18,7 +18,7 @@ from router.rerankers.lexical import LexicalReranker
 from router.rerankers.listwise import LlmListwiseReranker
 from tests.common import GOLDEN, KNOWLEDGE
 
-MEDIUM_QUESTION = "o que significa ASO?"
+MEDIUM_QUESTION = "treinamento de emergência"
 
 
 def test_each_spec_builds_its_reranker() -> None:

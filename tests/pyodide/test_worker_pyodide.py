@@ -366,7 +366,7 @@ def test_workers_ai_reranks_when_the_worker_is_told_to(
         assert high.status == 200
         assert high.json()["trace"]["stages"]["rerank"]["skipped"] == "confidence HIGH"
         assert not [c for c in host.stats()["ai_calls"] if c["kind"] == "rerank"]
-        medium = host.fetch("POST", "/v1/query", body={"query": "o que significa ASO?"})
+        medium = host.fetch("POST", "/v1/query", body={"query": "treinamento de emergência"})
         assert medium.status == 200, medium.body
         body = medium.json()
         stage = body["trace"]["stages"]["rerank"]

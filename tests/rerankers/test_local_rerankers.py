@@ -101,7 +101,7 @@ def test_the_reranker_reads_the_passages_the_vectors_were_built_from(
     built = {passage_text(d, s) for d in load_knowledge(KNOWLEDGE).documents for s in d.sections}
     embedder = Recording()
     services = CascadeServices(reranker=EmbeddingReranker(embedder))
-    request = QueryRequest(query="o que significa ASO?")
+    request = QueryRequest(query="treinamento de emergência")
     response = run_sync(run_cascade(package, request, None, services, today=TODAY))
     assert response.trace["stages"]["rerank"]["candidates"] > 1
     passages = [t for kind, t in embedder.texts if kind == "passage"]

@@ -27,7 +27,7 @@ from router.stages.rerank import RERANK_SOURCE, blend, scores_by_index
 from router.sync import run_sync
 from tests.common import ALFA, BETA, KNOWLEDGE, TODAY
 
-MEDIUM_QUESTION = "o que significa ASO?"  # MEDIUM on the sample: the reranker runs
+MEDIUM_QUESTION = "treinamento de emergência"  # MEDIUM on the sample: the reranker runs
 HIGH_QUESTION = "para que serve o CA do EPI?"  # HIGH without an exact hit: it does not
 
 
@@ -105,8 +105,8 @@ def test_the_reranker_reorders_the_fused_candidates_when_it_disagrees(
     assert stage["candidates"] == RouterConfig().rerank_candidates
     assert stage["ranking"][0] == [third, 1.0, 3]
     question, passages = reranker.calls[0]
-    assert question == "o que significa ASO" and len(passages) == stage["candidates"]
-    assert passages[0].startswith("ASO — Atestado de Saúde Ocupacional\n")  # title, then text
+    assert question == "treinamento de emergência" and len(passages) == stage["candidates"]
+    assert passages[0].startswith("Atendimento a emergências\n")  # title, then text
 
 
 def test_a_reranker_that_agrees_changes_nothing_but_the_scores(package: KnowledgePackage) -> None:
