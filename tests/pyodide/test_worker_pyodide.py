@@ -68,6 +68,22 @@ WORKER_KEYS: dict[str, str] = {}
 HEAP_LIMIT = 128 * 1024 * 1024  # a Worker isolate's memory
 
 
+def apply_migrations(state: Path) -> None:
+    """D1's tables in a fresh wrangler state folder, applied by the wrangler CLI."""
+    run_wrangler(
+        [
+            "d1",
+            "migrations",
+            "apply",
+            "KNOWLEDGE_DB",
+            "--local",
+            "--persist-to",
+            str(state),
+            "--env=",
+        ]
+    )
+
+
 @pytest.fixture(scope="session")
 def hash_build() -> BuildResult:
     return build_knowledge(KNOWLEDGE, encoder=HashEmbedder())
@@ -96,18 +112,7 @@ def worker(
     if not ensure_wheels(check_only=True):
         pytest.fail("the Pyodide wheels are missing or stale: run scripts/dev.sh test")
     state = tmp_path_factory.mktemp("wrangler-state")
-    run_wrangler(
-        [
-            "d1",
-            "migrations",
-            "apply",
-            "KNOWLEDGE_DB",
-            "--local",
-            "--persist-to",
-            str(state),
-            "--env=",
-        ]
-    )
+    apply_migrations(state)
     for tenant in (ALFA, BETA):
         WORKER_KEYS[tenant] = store_api_key(state, tenant)
     manifest = hash_build.package.manifest
@@ -301,18 +306,7 @@ def test_the_workers_default_refuses_a_caller_without_a_key(
     """Anonymous access is off unless the Worker's variables turn it on: no credential is a
     401 with a Bearer challenge, on health's neighbour /v1/metrics too, while a key answers."""
     state = tmp_path / "wrangler-state"
-    run_wrangler(
-        [
-            "d1",
-            "migrations",
-            "apply",
-            "KNOWLEDGE_DB",
-            "--local",
-            "--persist-to",
-            str(state),
-            "--env=",
-        ]
-    )
+    apply_migrations(state)
     key = store_api_key(state, ALFA)
     strict_vars = {k: v for k, v in WORKER_VARS.items() if k != "KR_ALLOW_ANONYMOUS"}
     dimensions = int(hash_build.package.manifest.embedding["dimensions"])
@@ -342,18 +336,7 @@ def test_workers_ai_reranks_when_the_worker_is_told_to(
     reranker (the request crosses the FFI as JS objects) and comes back reordered, with the
     rerank score on every result; a HIGH question is not reranked."""
     state = tmp_path / "wrangler-state"
-    run_wrangler(
-        [
-            "d1",
-            "migrations",
-            "apply",
-            "KNOWLEDGE_DB",
-            "--local",
-            "--persist-to",
-            str(state),
-            "--env=",
-        ]
-    )
+    apply_migrations(state)
     dimensions = int(hash_build.package.manifest.embedding["dimensions"])
     with PyodideHost(
         persist_to=state,

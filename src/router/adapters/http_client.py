@@ -7,12 +7,16 @@ and work as ``async with`` blocks.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import httpx
 
-__all__ = ["OwnedHttpClient"]
+__all__ = ["MAX_BODY_IN_ERROR", "OwnedHttpClient"]
+
+MAX_BODY_IN_ERROR = 200
+"""Characters of an error response's body quoted in the error raised for it."""
 
 
 class OwnedHttpClient:
@@ -44,3 +48,25 @@ class OwnedHttpClient:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self._timeout_s)
         return self._client
+
+    async def _post_json(
+        self,
+        url: str | httpx.URL,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        fail: Callable[[str], Exception],
+    ) -> httpx.Response:
+        """POST ``body`` as JSON; a timeout, a transport error or a non-2xx status becomes
+        ``fail(message)`` (the adapter's own error, its secrets redacted by it)."""
+        try:
+            response = await self._http().post(
+                url, json=dict(body), headers=dict(headers), timeout=self._timeout_s
+            )
+        except httpx.TimeoutException as exc:
+            raise fail(f"timed out after {self._timeout_s:g}s") from exc
+        except httpx.HTTPError as exc:
+            raise fail(f"request failed ({type(exc).__name__}: {exc})") from exc
+        if not response.is_success:
+            snippet = response.text[:MAX_BODY_IN_ERROR]
+            raise fail(f"HTTP {response.status_code}: {snippet}")
+        return response

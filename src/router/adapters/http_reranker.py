@@ -31,7 +31,6 @@ RerankApi = Literal["cohere", "tei"]
 RERANK_APIS: tuple[RerankApi, ...] = ("cohere", "tei")
 DEFAULT_TIMEOUT_S = 2.0
 """The transport's own bound; the cascade stops waiting at ``rerank_timeout_ms`` anyway."""
-_MAX_BODY_IN_ERROR = 200
 
 
 class HttpReranker(OwnedHttpClient):
@@ -102,17 +101,7 @@ class HttpReranker(OwnedHttpClient):
 
     async def _post(self, body: dict[str, Any]) -> Any:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        try:
-            response = await self._http().post(
-                self._url, json=body, headers=headers, timeout=self._timeout_s
-            )
-        except httpx.TimeoutException as exc:
-            raise self._fail(f"timed out after {self._timeout_s:g}s") from exc
-        except httpx.HTTPError as exc:
-            raise self._fail(f"request failed ({type(exc).__name__}: {exc})") from exc
-        if not response.is_success:
-            snippet = response.text[:_MAX_BODY_IN_ERROR]
-            raise self._fail(f"HTTP {response.status_code}: {snippet}")
+        response = await self._post_json(self._url, body, headers, self._fail)
         try:
             return response.json()
         except ValueError as exc:

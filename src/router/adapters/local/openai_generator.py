@@ -20,7 +20,6 @@ from router.stages.generation import build_messages, parse_citations
 
 __all__ = ["OpenAICompatibleGenerator"]
 
-_MAX_BODY_IN_ERROR = 200
 
 
 class OpenAICompatibleGenerator(OwnedHttpClient):
@@ -69,18 +68,7 @@ class OpenAICompatibleGenerator(OwnedHttpClient):
         return GenerationError(self._redact(f"LLM endpoint {self._shown_url}: {message}"))
 
     async def _post(self, body: dict[str, Any]) -> httpx.Response:
-        try:
-            response = await self._http().post(
-                self._url, json=body, headers=self._headers(), timeout=self._timeout_s
-            )
-        except httpx.TimeoutException as exc:
-            raise self._fail(f"timed out after {self._timeout_s:g}s") from exc
-        except httpx.HTTPError as exc:
-            raise self._fail(f"request failed ({type(exc).__name__}: {exc})") from exc
-        if not response.is_success:
-            snippet = response.text[:_MAX_BODY_IN_ERROR]
-            raise self._fail(f"HTTP {response.status_code}: {snippet}")
-        return response
+        return await self._post_json(self._url, body, self._headers(), self._fail)
 
     def _read_reply(self, response: httpx.Response) -> tuple[str, str]:
         try:
