@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from kr.cli import ERROR_EXIT, main
+from kr.commands import build as build_command
 from router.compile.build import build_knowledge
 from router.compile.doc2query import Doc2Query, parse_questions, question_prompt
 from router.contract import AgentKnowledgeContext, QueryRequest
@@ -47,6 +49,10 @@ class FakeGenerator:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, AgentKnowledgeContext]] = []
+        self.closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
 
     async def generate(self, question: str, context: Any) -> GeneratedAnswer:
         self.calls.append((question, context))
@@ -113,3 +119,29 @@ def test_it_runs_inside_an_event_loop_too(tmp_path: Path) -> None:
 def test_the_number_of_questions_is_bounded(count: int) -> None:
     with pytest.raises(ConfigError, match="per_section"):
         Doc2Query(FakeGenerator(), count)
+
+
+def test_kr_build_doc2query_needs_an_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = tmp_path / "kb"
+    write_doc(kb, "encerramento.md", CLOSURE)
+    for name in ("KR_LLM_BASE_URL", "KR_LLM_MODEL", "KR_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["build", str(kb), "--state", str(tmp_path / "s"), "--embedder", "none"]
+    assert main([*argv, "--doc2query", "2"]) == ERROR_EXIT
+    assert "set KR_LLM_BASE_URL, KR_LLM_MODEL" in capsys.readouterr().err
+
+    made: list[tuple[Any, ...]] = []
+    generator = FakeGenerator()
+
+    def endpoint(*args: Any) -> FakeGenerator:
+        made.append(args)
+        return generator
+
+    monkeypatch.setattr(build_command, "OpenAICompatibleGenerator", endpoint)
+    monkeypatch.setenv("KR_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("KR_LLM_MODEL", "qwen")
+    assert main([*argv, "--doc2query", "2", "--force"]) == 0
+    assert made == [("http://127.0.0.1:9/v1", "qwen", None)]
+    assert len(generator.calls) == 2 and generator.closed  # its HTTP client closed after

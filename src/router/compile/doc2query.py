@@ -17,8 +17,10 @@ Why synchronous over a private loop: the build (``build_knowledge``) is synchron
 inside ``kr build``'s event loop, while a generator is async; the sections are asked one after
 the other on a loop of their own thread, as the Workers AI encoder does for vectors.
 
-Not measurable offline: no LLM runs on these machines. The effect expected is the one measured
-for authored questions (bench/README.md, "Paraphrases"), less whatever the model gets wrong.
+``kr build --doc2query N`` asks an OpenAI-compatible endpoint (``KR_LLM_BASE_URL``,
+``KR_LLM_MODEL``, ``KR_LLM_API_KEY``). Not measurable offline: no LLM runs on these machines.
+The effect expected is the one measured for authored questions (bench/README.md,
+"Paraphrases"), less whatever the model gets wrong.
 """
 
 from __future__ import annotations
@@ -135,13 +137,21 @@ class Doc2Query:
             return pool.submit(asyncio.run, self._write_all(documents)).result()
 
     async def _write_all(self, documents: Sequence[Document]) -> int:
+        """Every section in turn; the generator's own HTTP client (if it has one, ``aclose``)
+        is closed at the end, since it belongs to this call's loop, which ends with it."""
         prompt = question_prompt(self.per_section)
         kept = 0
-        for doc in documents:
-            for section in doc.sections:
-                if INJECTION_FLAG in section.flags or not section.text.strip():
-                    continue
-                answer = await self.generator.generate(prompt, _context(doc, section, prompt))
-                section.questions = parse_questions(answer.text, self.per_section)
-                kept += len(section.questions)
+        try:
+            for doc in documents:
+                for section in doc.sections:
+                    if INJECTION_FLAG in section.flags or not section.text.strip():
+                        continue
+                    context = _context(doc, section, prompt)
+                    answer = await self.generator.generate(prompt, context)
+                    section.questions = parse_questions(answer.text, self.per_section)
+                    kept += len(section.questions)
+        finally:
+            close = getattr(self.generator, "aclose", None)
+            if close is not None:
+                await close()
         return kept
