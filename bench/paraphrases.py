@@ -12,7 +12,7 @@ Benchmark, not a test. Options and what measures them:
 
     python bench/paraphrases.py embedders [--beir] [--only e5-enpt use-m3 ...]
     python bench/paraphrases.py expansion
-    python bench/paraphrases.py questions [--embedder e5-enpt]
+    python bench/paraphrases.py questions [--embedder e5-enpt] [--description-weight 3]
     python bench/paraphrases.py speed [--only e5-enpt use-m3 ...]
     python bench/paraphrases.py fusion [--beir]      # e5 cascade, heavier vectors on LOW
 
@@ -58,6 +58,7 @@ from router.compile.build import build_knowledge
 from router.compile.indexer import BuildConfig
 from router.compile.vector_cache import VectorCache, cache_id
 from router.config import RouterConfig
+from router.package.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.reader import KnowledgePackage, load_package
 from router.vectors.passages import passage_text
 
@@ -142,8 +143,10 @@ def make_embedder(name: str) -> Any:
 # -- golden set --------------------------------------------------------------------------------
 
 
-def compile_folder(folder: Path, encoder: Any) -> KnowledgePackage:
-    built = build_knowledge(folder, encoder=encoder)
+def compile_folder(
+    folder: Path, encoder: Any, config: BuildConfig | None = None
+) -> KnowledgePackage:
+    built = build_knowledge(folder, config, encoder=encoder)
     files = built.package.files()
     return load_package(files["manifest.json"], files.__getitem__)
 
@@ -345,7 +348,16 @@ def knowledge_with_questions(target: Path, questions: dict[str, list[str]]) -> N
         raise SystemExit(f"no document for {sorted(left)}")
 
 
-async def run_questions(today: str, embedder: str) -> dict[str, Any]:
+async def run_questions(
+    today: str, embedder: str, description_weight: float | None = None
+) -> dict[str, Any]:
+    """Held-out paraphrases and the golden set, the knowledge with and without the questions;
+    ``description_weight`` compiles the description field (where questions go) at another
+    BM25F weight than ``DEFAULT_FIELD_WEIGHTS``'s."""
+    build = None
+    if description_weight is not None:
+        weights = {**DEFAULT_FIELD_WEIGHTS, "description": description_weight}
+        build = BuildConfig(field_weights=weights)
     questions: dict[str, list[str]] = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
     heldout = load_golden(HELDOUT)
     results: dict[str, Any] = {}
@@ -357,10 +369,10 @@ async def run_questions(today: str, embedder: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "knowledge"
         knowledge_with_questions(copy, questions)
-        for name in ("none", embedder):
+        for name in dict.fromkeys(("none", embedder)):
             encoder = make_embedder(name)
             for label, folder in (("as committed", ROOT / "knowledge"), ("with questions", copy)):
-                package = compile_folder(folder, encoder)
+                package = compile_folder(folder, encoder, build)
                 held = await golden_run(package, eval_config(), encoder, today, heldout, "heldout")
                 gold = await golden_run(package, eval_config(), encoder, today)
                 results[f"questions/{name}/{label}"] = {"heldout": held, "golden": gold}
@@ -443,6 +455,7 @@ def main() -> None:
     parser.add_argument("--beir", action="store_true", help="also FaQuAD and Pirá")
     parser.add_argument("--embedder", choices=list(EMBEDDERS), default="e5-enpt")
     parser.add_argument("--today", default=dt.date.today().isoformat())
+    parser.add_argument("--description-weight", type=float, help="questions: BM25F weight")
     parser.add_argument("--json", type=Path, help="write the figures (and misses) here")
     args = parser.parse_args()
     if args.what == "embedders":
@@ -454,7 +467,7 @@ def main() -> None:
     elif args.what == "expansion":
         results = asyncio.run(run_expansion(args.today))
     else:
-        results = asyncio.run(run_questions(args.today, args.embedder))
+        results = asyncio.run(run_questions(args.today, args.embedder, args.description_weight))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
