@@ -119,6 +119,14 @@ def _build(sub: Subparsers) -> None:
         "the model the Worker embeds questions with, through the Cloudflare API "
         "($CLOUDFLARE_API_TOKEN, $CLOUDFLARE_ACCOUNT_ID)",
     )
+    p.add_argument(
+        "--doc2query",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first ask an LLM for N questions per section, indexed with it (doc2query; an "
+        "OpenAI-compatible endpoint: $KR_LLM_BASE_URL, $KR_LLM_MODEL, $KR_LLM_API_KEY)",
+    )
     _force_arg(p)
     _gate_args(p)
 

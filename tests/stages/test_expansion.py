@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
+from router.contract import QueryRequest
+from router.package.fields import BM25F_BLOCK
 from router.package.reader import KnowledgePackage
+from router.pipeline import run_query
+from router.stages import corrective
+from router.stages.bm25 import query_lists
 from router.stages.expansion import SynonymIndex, expand_terms, repair_candidates, surface_stems
 from router.sync import run_sync
+from tests.common import TODAY, with_terms
 
 
 def test_surface_correction_never_touches_known_words_codes_or_short_words(
@@ -70,3 +78,29 @@ def test_overlong_tokens_are_not_repaired(package: KnowledgePackage) -> None:
     assert repair_candidates(view, [token], {}).by_term == {}
     assert run_sync(surface_stems(view, [token])) == {}
     assert run_sync(surface_stems(view, ["equipamneto"]))  # a word-sized typo still is
+
+
+# --- synonyms weigh less than the question's own words (issue 13, item 3) ----------------------
+
+
+def test_a_synonym_term_weighs_less_in_the_posting_lists(package: KnowledgePackage) -> None:
+    view = with_terms(package.view(None), ["apr", "aprov"])
+    run_sync(view.load_postings(["apr", "aprov"]))
+    weights = {BM25F_BLOCK: 1.0}
+    plain = query_lists(view, ["aprov", "apr"], weights, "lucene")
+    scaled = query_lists(view, ["aprov", "apr"], weights, "lucene", None, {"apr": 0.5})
+    assert len(plain) == len(scaled) == 2
+    assert scaled[0][2] == plain[0][2]  # the user's own term is untouched
+    assert scaled[1][2] == pytest.approx(plain[1][2] * 0.5)
+
+
+def test_a_synonym_group_does_not_outvote_the_words_of_the_question(
+    package: KnowledgePackage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The APR group adds "análise preliminar de risco" to a question about approving one APR;
+    at full weight those three terms pulled it to the general APR document (knowledge-format:
+    a synonym matches "at a lower weight than an exact term")."""
+    query = QueryRequest(query="aprovação da APR 5512")
+    assert run_query(package, query, today=TODAY).results[0].doc_id == "apr.approval"
+    monkeypatch.setattr(corrective, "SYNONYM_WEIGHT", 1.0)  # the weight before the fix
+    assert run_query(package, query, today=TODAY).results[0].doc_id == "apr"

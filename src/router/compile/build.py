@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.compile.corpus import BuildPhases, KnowledgeCorpus, load_knowledge
+from router.compile.doc2query import Doc2Query
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
 from router.errors import KnowledgeFormatError
@@ -25,11 +26,14 @@ def build_knowledge(
     strict: bool = False,
     encoder: PassageEncoder | None = None,
     phases: BuildPhases | None = None,
+    doc2query: Doc2Query | None = None,
 ) -> BuildResult:
     """Parse and compile a knowledge folder. Cross-file errors always fail; file errors fail
     only with ``strict`` (otherwise the file is skipped and reported). With an ``encoder`` the
     package carries section vectors (cached by text, see compile/vector_cache.py). ``phases``
-    hears of the progress (a million sections take minutes)."""
+    hears of the progress (a million sections take minutes). With ``doc2query`` an LLM writes
+    questions for every section first (compile/doc2query.py), indexed and embedded with it; a
+    generator error fails the build rather than leave some sections without."""
     corpus = load_knowledge(root, strict=strict, phases=phases)
     fatal = [d for d in corpus.errors if strict or d.cross_file]
     if fatal:
@@ -37,6 +41,8 @@ def build_knowledge(
         summary = "; ".join(str(d) for d in fatal[:20])
         raise KnowledgeFormatError(first.path, first.line, f"{len(fatal)} error(s): {summary}")
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
+    if doc2query is not None:
+        source["generated_questions"] = doc2query.write(corpus.documents)
     embeddings = None
     if encoder is not None:
         embeddings = embed_sections(corpus.documents, encoder, phases=phases)

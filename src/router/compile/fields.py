@@ -32,10 +32,18 @@ def section_fields(doc: Document, section: Section, first: bool) -> dict[str, st
 
     The title belongs to every section (it names what the section is part of); description,
     keywords and aliases describe the document as a whole, so only its first section carries them.
+
+    Questions (authored ``questions:``, or generated per section) join the description field.
+    Why there: a question says what the section is about in a user's words, which is the
+    description's role, at the description's weight — a paraphrase that matches a question still
+    ranks below a section that uses the query's own words in its heading or keywords (a
+    separate field would change the index format, docs/index-format.md, for one weight). Why
+    not keywords: keyword phrases also resolve exactly (``package/keywords.py``), and a question
+    is not a name of the document.
     """
+    described = [doc.description if first else "", *doc.questions_of(section, first)]
     first_only = {
         "keywords": " ".join([*doc.keywords, *doc.aliases]),
-        "description": doc.description,
     }
     ids = {doc.semantic_id, section.section_id.replace("#", " ")}
     return {
@@ -43,7 +51,7 @@ def section_fields(doc: Document, section: Section, first: bool) -> dict[str, st
         "semantic_id": " ".join(sorted(i for i in ids if i)),
         "heading": section.heading if section.heading != doc.title else "",
         "keywords": first_only["keywords"] if first else "",
-        "description": first_only["description"] if first else "",
+        "description": " ".join(text for text in described if text),
         "body": strip_wikilinks(section.text),
         "wikilinks": " ".join(dict.fromkeys(link.target for link in section.links)),
     }

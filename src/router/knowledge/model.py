@@ -64,6 +64,7 @@ class Section:
     explicit_id: bool = False
     links: list[Link] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
     # Line of the first line of ``text`` (blank lines after the heading are not in it): where
     # build messages about the body point. Only while building.
     text_line: int = field(default=0, compare=False, repr=False)
@@ -74,8 +75,15 @@ class Document:
     """One Markdown file of the knowledge folder.
 
     ``flags`` names the document's own fields that read like prompt injection (``title``,
-    ``description``, ``keywords``, ``aliases``, ``version``, ``path``, ``fact:<name>``), so the
-    answer never quotes them; it is stored in the document's record. ``field_lines`` (where each
+    ``description``, ``keywords``, ``aliases``, ``version``, ``path``, ``fact:<name>``,
+    ``questions:<n>``), so the answer never quotes them; it is stored in the document's record.
+
+    ``questions`` (front matter ``questions:``) are questions the author says the document
+    answers, in the words a user would ask them: doc2query written by hand, for paraphrases that
+    share no word with the text. They are search text only — indexed with the description
+    (``router.compile.fields``) and embedded with the first section
+    (``router.vectors.passages``) — so they are not in the package's records and never reach a
+    response. ``field_lines`` (where each
     front-matter key is written) and ``warnings`` (``(line, message)`` the parser found) live only
     while building, for ``file:line`` messages.
     """
@@ -86,6 +94,7 @@ class Document:
     description: str = ""
     keywords: list[str] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
     tenant: str = ALL_TENANTS
     trust: str = "official"
     status: str = "active"
@@ -105,6 +114,20 @@ class Document:
     @property
     def deprecated(self) -> bool:
         return self.trust == "deprecated" or self.status in ("deprecated", "archived")
+
+    def questions_of(self, section: Section, first: bool) -> list[str]:
+        """The questions ``section`` (the document's ``first`` one or not) answers, for search:
+        the authored questions belong to the first section, as the description does; generated
+        ones to the section they were written for. An authored question flagged as prompt
+        injection (``questions:<n>`` in ``flags``) is left out: a question is search text only,
+        and one that reads like an instruction could only serve to pull its document into the
+        answers to instruction-like queries."""
+        authored = [
+            question
+            for number, question in enumerate(self.questions, start=1)
+            if first and f"questions:{number}" not in self.flags
+        ]
+        return [*authored, *section.questions]
 
     def valid_on(self, day: str) -> bool:
         """Whether the rule applies on ``day`` (ISO date; both bounds inclusive)."""

@@ -42,9 +42,18 @@ _SCOPE_KEYS = ("application", "module", "entity", "page", "tab")
 _KNOWN_KEYS = frozenset(
     {
         "semanticId", "title", "description", "keywords", "aliases", "tenant", "trust", "status",
-        "version", "createdAt", "updatedAt", "validFrom", "validUntil", "facts", *_SCOPE_KEYS,
+        "version", "createdAt", "updatedAt", "validFrom", "validUntil", "facts", "questions",
+        *_SCOPE_KEYS,
     }
 )  # fmt: skip
+_QUESTIONS_FORM = "questions must be a list of questions (one string each)"
+_YAML_KINDS = {
+    dict: "a mapping (a ': ' inside an unquoted question? quote it)",
+    list: "a nested list",
+    bool: "a boolean (quote it)",
+    int: "a number (quote it)",
+    float: "a number (quote it)",
+}
 
 
 def parse_document(path: str, raw: bytes | str) -> Document:
@@ -139,6 +148,7 @@ def _document_from_meta(path: str, meta: dict[str, Any], lines: list[str]) -> Do
         description=_text(meta.get("description")),
         keywords=_string_list(meta.get("keywords"), fail("keywords", "keywords must be a list")),
         aliases=_string_list(meta.get("aliases"), fail("aliases", "aliases must be a list")),
+        questions=_questions(meta.get("questions"), path, lines),
         tenant=_text(meta.get("tenant")) or ALL_TENANTS,
         trust=trust,
         status=status,
@@ -161,6 +171,8 @@ def _field_lines(doc: Document, lines: list[str]) -> dict[str, int]:
     fact), so a warning about it names the line."""
     keys = ["title", "description", "keywords", "aliases", "version"]
     found = {key: _key_line(lines, key) for key in keys}
+    for number, line in enumerate(_item_lines(lines, "questions", doc.questions), start=1):
+        found[f"questions:{number}"] = line
     facts_line = _key_line(lines, "facts")
     for name in doc.facts:
         found[f"fact:{name}"] = _key_line(lines[facts_line - 1 :], name) + facts_line - 1
@@ -183,6 +195,57 @@ def _string_list(value: Any, error: KnowledgeFormatError) -> list[str]:
     if not isinstance(value, list) or any(isinstance(v, dict | list) for v in value):
         raise error
     return [_text(v) for v in value if _text(v)]
+
+
+def _questions(value: Any, path: str, lines: list[str]) -> list[str]:
+    """``questions:``: a list of strings (a single string is one question, never split at
+    commas: questions have them). Anything else — a mapping, a nested list, a number or a
+    boolean, which YAML reads from an unquoted ``- 12`` or ``- yes`` — is an error at its line:
+    it is almost always an indentation or quoting slip, and a silently dropped question is a
+    paraphrase that silently stops matching."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise KnowledgeFormatError(path, _key_line(lines, "questions"), _QUESTIONS_FORM)
+    questions = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, str):
+            line = _nth_item_line(lines, "questions", number)
+            what = _YAML_KINDS.get(type(item), "not a string")
+            raise KnowledgeFormatError(path, line, f"{_QUESTIONS_FORM}; item {number} is {what}")
+        if item.strip():
+            questions.append(" ".join(item.split()))
+    return questions
+
+
+def _nth_item_line(lines: list[str], key: str, number: int) -> int:
+    """Line of the ``number``-th ``- `` item of a block list under ``key`` (its key's line when
+    the list is written inline, ``key: [a, b]``)."""
+    start = _key_line(lines, key)
+    seen = 0
+    for index in range(start, len(lines)):
+        text = lines[index]
+        if text.strip() == "---" or (text[:1].strip() and not text.startswith("-")):
+            break
+        if text.lstrip().startswith("- ") or text.strip() == "-":
+            seen += 1
+            if seen == number:
+                return index + 1
+    return start
+
+
+def _item_lines(lines: list[str], key: str, items: list[str]) -> list[int]:
+    """Line of each item of a front-matter list under ``key``, for warnings about one item;
+    the key's line for an item not found verbatim (inline lists, quoted or folded text)."""
+    start = _key_line(lines, key)
+    end = next((n for n in range(start, len(lines)) if lines[n].strip() == "---"), len(lines))
+    found = []
+    for item in items:
+        probe = item[:40]
+        hits = (n + 1 for n in range(start - 1, end) if probe and probe in lines[n])
+        found.append(next(hits, start))
+    return found
 
 
 def _date(value: Any, error: KnowledgeFormatError) -> str | None:

@@ -9,7 +9,14 @@ finding as ``file:line``; the query stages read the flags instead of scanning ag
 Flags: a section gets ``prompt_injection`` when anything rendered with it, or any field of its
 document, was flagged, plus ``prompt_injection:<field>`` naming the field (``heading``, ``body``,
 ``link``, ``comment``, ``title``, ``description``, ``keywords``, ``aliases``, ``version``, ``path``,
-``fact``). The document's own fields are listed in ``Document.flags`` (``title``, ``fact:<name>``…).
+``fact``, ``questions``). The document's own fields are listed in ``Document.flags`` (``title``,
+``fact:<name>``, ``questions:<n>``…).
+
+Questions (``questions:``) are scanned although no response ever shows them (they are search
+text only): a question that reads like an instruction is a bait planted to pull its document
+into answers, so its document is flagged like any other injected field (its passages are
+withheld from an LLM), ``kr build`` names the line, and the question is left out of the index
+(``Document.questions_of``).
 """
 
 from __future__ import annotations
@@ -83,6 +90,7 @@ def _document_fields(doc: Document) -> list[tuple[str, str]]:
     fields = [("title", doc.title), ("description", doc.description), ("version", doc.version)]
     fields += [("keywords", keyword) for keyword in doc.keywords]
     fields += [("aliases", alias) for alias in doc.aliases]
+    fields += [(f"questions:{n}", q) for n, q in enumerate(doc.questions, start=1)]
     fields.append(("path", re.sub(r"[/_.-]+", " ", doc.path)))
     for name, value in doc.facts.items():
         fields.append((f"fact:{name}", " ".join(split_camel(name))))

@@ -75,12 +75,16 @@ def query_lists(
     weights: Mapping[str, float],
     method: str,
     loaded: Loaded | None = None,
+    term_weights: Mapping[str, float] | None = None,
 ) -> list[QueryList]:
     """The posting lists of a query over a view: per weighted block, per distinct term (counted
     as often as the query repeats it, bm25s semantics), one list per partition holding it; from
-    the query's ``loaded`` shards when given (``ShardReads.shards``), else the isolate's cache."""
+    the query's ``loaded`` shards when given (``ShardReads.shards``), else the isolate's cache.
+    ``term_weights`` scales some terms (a synonym the corrective expansion added counts less
+    than the user's own word); a term not in it weighs 1."""
     lists: list[QueryList] = []
     counts = Counter(terms)
+    scale = term_weights or {}
     sections = view.num_sections
     for name, weight in weights.items():
         for term, count in counts.items():
@@ -88,7 +92,7 @@ def query_lists(
             if not found:
                 continue
             df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
-            w = count * weight * idf(method, sections, df)
+            w = count * weight * idf(method, sections, df) * scale.get(term, 1.0)
             lists.extend((postings, term_id, w * postings.scale) for postings, term_id in found)
     return lists
 

@@ -6,6 +6,7 @@ repaired or expanded terms and keeps whichever result is more confident, so one 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,11 +45,13 @@ async def lexical_search(
     terms: list[str],
     stage_suffix: str = "",
     prefetched: TextReads | None = None,
+    term_weights: Mapping[str, float] | None = None,
 ) -> Lexical:
     """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
     ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The entries of
     ``terms`` are read first (``prefetched``: the pipeline read them with the exact keys), then
-    their posting shards; the trace's ``bm25`` counts both reads."""
+    their posting shards; the trace's ``bm25`` counts both reads. ``term_weights`` scales the
+    BM25 weight of some terms (the synonyms the corrective expansion added, ``SYNONYM_WEIGHT``)."""
     term_reads = await read_terms(state, terms)
     if prefetched is not None:
         term_reads = prefetched.then(term_reads)
@@ -57,7 +60,9 @@ async def lexical_search(
     lease = package.lease_arena()  # large shards are read into it, and live until it ends
     try:
         reads, scored = await _load_postings(state, fetched, lease)
-        return _search(state, terms, term_reads, reads, scored, left_out, stage_suffix)
+        return _search(
+            state, terms, term_reads, reads, scored, left_out, stage_suffix, term_weights
+        )
     finally:
         package.end_lease(lease)
 
@@ -70,6 +75,7 @@ def _search(
     scored: list[str],
     left_out: list[str],
     stage_suffix: str,
+    term_weights: Mapping[str, float] | None = None,
 ) -> Lexical:
     """Keyword phrases and BM25F over the loaded shards, and the confidence of the result."""
     package, config, allowed = state.package, state.config, state.allowed
@@ -81,7 +87,7 @@ def _search(
         **phrases.report(state.trace, "keyword" + stage_suffix),
     )
     weights = state.block_weights
-    query = query_lists(package, scored, weights, bm25_method(package), reads.shards)
+    query = query_lists(package, scored, weights, bm25_method(package), reads.shards, term_weights)
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
     arrays: PostingArrays = package.shared_memo("bm25_arrays", PostingArrays)
     ranking = served_top_k(  # numpy in CPython, the pure scorer in the Worker: the same ranking

@@ -18,7 +18,11 @@ MAX_PASSAGE_CHARS = 2000
 
 
 def passage_text(doc: Document, section: Section) -> str:
-    """Breadcrumb (document title › heading) then the section body without wikilink syntax."""
+    """Breadcrumb (document title › heading), the questions the section answers (authored or
+    generated, ``Document.questions_of``) one a line, then the section body without wikilink
+    syntax. The questions come before the body so the ``MAX_PASSAGE_CHARS`` cut takes body text
+    first; a section without questions embeds exactly as it did before they existed (its cached
+    vector stays valid)."""
     body = strip_wikilinks(section.text).strip()
     first_line = body.split("\n", 1)[0].strip()
     crumbs: list[str] = []
@@ -27,5 +31,9 @@ def passage_text(doc: Document, section: Section) -> str:
         if crumb and crumb not in crumbs and crumb != first_line:
             crumbs.append(crumb)
     head = " › ".join(crumbs)
+    first = bool(doc.sections) and doc.sections[0] is section
+    questions = "\n".join(doc.questions_of(section, first))
+    if questions:
+        body = f"{questions}\n{body}" if body else questions
     text = f"{head}\n{body}" if head and body else head or body
     return text[:MAX_PASSAGE_CHARS]
