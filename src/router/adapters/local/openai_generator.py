@@ -21,7 +21,6 @@ from router.stages.generation import build_messages, parse_citations
 __all__ = ["OpenAICompatibleGenerator"]
 
 
-
 class OpenAICompatibleGenerator(OwnedHttpClient):
     """Writes an answer from the context package only, at temperature 0.
 
