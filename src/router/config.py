@@ -58,6 +58,12 @@ DEFAULT_MEDIUM_CONFIDENCE = 0.25
 # terms, the router abstains instead of returning the "least bad" passage.
 DEFAULT_ABSTAIN_BELOW = 0.25
 DEFAULT_MIN_COVERAGE = 0.5
+# What a synonym the corrective expansion added weighs in BM25, against 1 for the user's own
+# terms. Why lower (knowledge-format: a synonym matches "at a lower weight than an exact term"):
+# a group adds several terms at once ("APR" → "análise preliminar de risco"), and at full weight
+# they outvoted the rest of the question and pulled it to the document that names the group
+# (docs/adr/0016).
+DEFAULT_SYNONYM_WEIGHT = 0.5
 # Sentences quoted in an extractive answer, and how many sections they may come from.
 DEFAULT_ANSWER_SENTENCES = 3
 DEFAULT_ANSWER_SECTIONS = 2
@@ -193,6 +199,7 @@ class RouterConfig:
     confidence_model: ConfidenceModel = DEFAULT_CONFIDENCE_MODEL
     abstain_below: float = DEFAULT_ABSTAIN_BELOW
     min_coverage: float = DEFAULT_MIN_COVERAGE
+    synonym_weight: float = DEFAULT_SYNONYM_WEIGHT
     answer_sentences: int = DEFAULT_ANSWER_SENTENCES
     answer_sections: int = DEFAULT_ANSWER_SECTIONS
     graph_seeds: int = DEFAULT_GRAPH_SEEDS
@@ -244,6 +251,7 @@ class RouterConfig:
             "medium_confidence",
             "abstain_below",
             "min_coverage",
+            "synonym_weight",
         ):
             check_range(owner, name, getattr(self, name), 0.0, 1.0)
         check_order(

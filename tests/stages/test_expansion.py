@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.package.fields import BM25F_BLOCK
 from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
-from router.stages import corrective
 from router.stages.bm25 import query_lists
 from router.stages.expansion import SynonymIndex, expand_terms, repair_candidates, surface_stems
 from router.sync import run_sync
@@ -95,12 +95,12 @@ def test_a_synonym_term_weighs_less_in_the_posting_lists(package: KnowledgePacka
 
 
 def test_a_synonym_group_does_not_outvote_the_words_of_the_question(
-    package: KnowledgePackage, monkeypatch: pytest.MonkeyPatch
+    package: KnowledgePackage,
 ) -> None:
     """The APR group adds "análise preliminar de risco" to a question about approving one APR;
     at full weight those three terms pulled it to the general APR document (knowledge-format:
     a synonym matches "at a lower weight than an exact term")."""
     query = QueryRequest(query="aprovação da APR 5512")
     assert run_query(package, query, today=TODAY).results[0].doc_id == "apr.approval"
-    monkeypatch.setattr(corrective, "SYNONYM_WEIGHT", 1.0)  # the weight before the fix
-    assert run_query(package, query, today=TODAY).results[0].doc_id == "apr"
+    full_weight = RouterConfig(synonym_weight=1.0)  # the weight before the fix
+    assert run_query(package, query, full_weight, TODAY).results[0].doc_id == "apr"

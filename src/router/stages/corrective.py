@@ -1,9 +1,9 @@
 """Stage — the corrective expansion (seed 001 §8.6): one retry of a weak lexical result.
 
 A weak result is retried once, with its typos repaired and then with synonyms, and a retry is
-kept only if it is more confident. Synonyms weigh ``SYNONYM_WEIGHT`` (0.5) of a question's own
-term, as the knowledge format promises: at full weight a group of three words outvoted the
-question ("aprovação da APR 5512" went to the general APR document).
+kept only if it is more confident. Synonyms weigh ``RouterConfig.synonym_weight`` (0.5) of a
+question's own term, as the knowledge format promises: at full weight a group of three words
+outvoted the question ("aprovação da APR 5512" went to the general APR document).
 
 Why corrections first: a repaired query ("certifcado de aprovasao do epi") is usually precise,
 and appending a synonym group (EPI = equipamento de proteção individual) would pull it toward the
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from router.errors import RouterError
 from router.stages.expansion import (
-    SYNONYM_WEIGHT,
     RepairCandidates,
     RepairLimits,
     SynonymIndex,
@@ -85,7 +84,7 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
         tried.append(await lexical_search(state, corrected, "_corrected"))
     weak = not tried or is_weak(tried[0].confidence, state.config)
     if expansion.synonyms and weak and not _out_of_time(limits, trace):
-        weights = dict.fromkeys(expansion.synonyms, SYNONYM_WEIGHT)  # below the user's words
+        weights = dict.fromkeys(expansion.synonyms, state.config.synonym_weight)
         tried.append(
             await lexical_search(state, expansion.terms, "_expanded", term_weights=weights)
         )

@@ -35,7 +35,6 @@ from router.trace import NO_DEADLINE, Deadline
 __all__ = [
     "MAX_CANDIDATES_PER_WORD",
     "MAX_SYNONYMS_PER_GROUP",
-    "SYNONYM_WEIGHT",
     "Expansion",
     "RepairCandidates",
     "RepairLimits",
@@ -52,13 +51,6 @@ MAX_CANDIDATES_PER_WORD = 16
 Bloom filters let through, or the words sharing its sound key. Their vocabulary entries are
 read before the commonest is chosen; the sample's typos have 1–6, a 5-letter term in SciFact's
 30k-term vocabulary up to ~20, and a sound key's words are few."""
-
-SYNONYM_WEIGHT = 0.5
-"""What a synonym the expansion added weighs in BM25, against 1 for the user's own terms.
-
-Why lower (knowledge-format: a synonym matches "at a lower weight than an exact term"): a group
-adds several terms at once ("APR" → "análise preliminar de risco"), and at full weight they
-outvote the rest of the question and pull it to the document that names the group."""
 
 MAX_SYNONYMS_PER_GROUP = 8
 """Terms one synonym group may add to a question (the sample's largest group adds 7)."""

@@ -51,7 +51,8 @@ async def lexical_search(
     ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The entries of
     ``terms`` are read first (``prefetched``: the pipeline read them with the exact keys), then
     their posting shards; the trace's ``bm25`` counts both reads. ``term_weights`` scales the
-    BM25 weight of some terms (the synonyms the corrective expansion added, ``SYNONYM_WEIGHT``)."""
+    BM25 weight of some terms (the synonyms the corrective expansion added,
+    ``RouterConfig.synonym_weight``)."""
     term_reads = await read_terms(state, terms)
     if prefetched is not None:
         term_reads = prefetched.then(term_reads)
