@@ -35,6 +35,7 @@ from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
+from router.stages.question_frame import ClosedClasses
 from router.stages.records import early_sections, load_records, needed_documents
 from router.stages.references import resolve_references
 from router.stages.rerank import rerank_candidates, rerank_skip_reason
@@ -120,7 +121,8 @@ async def run_cascade(
         trace.stage("references", rule=resolution.rule, resolved=resolution.text)
     query = normalize_query(resolution.text)
     trace.stage("normalize", text=query.text)
-    features = analyze_query(query, view.analyzer, config.budget.max_query_words)
+    classes = view.derive("question_frame", lambda v: ClosedClasses.of(v.analyzer))
+    features = analyze_query(query, view.analyzer, classes, config.budget.max_query_words)
     analyzed: dict[str, object] = {"terms": features.terms, "intent": features.intent}
     if features.truncated:  # words past max_query_words, or too long to be words
         analyzed.update(truncated=True, words=len(features.words))

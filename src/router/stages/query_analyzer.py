@@ -15,7 +15,7 @@ from router.analysis.analyzer import Analyzer
 from router.config import DEFAULT_MAX_QUERY_WORDS
 from router.contract import Complexity, Intent, TaskType
 from router.stages.normalizer import NormalizedQuery
-from router.stages.question_frame import frame_question
+from router.stages.question_frame import ClosedClasses, frame_question
 
 __all__ = ["AnswerType", "QueryFeatures", "analyze_query"]
 
@@ -195,12 +195,15 @@ class QueryFeatures:
 
 
 def analyze_query(
-    query: NormalizedQuery, analyzer: Analyzer, max_words: int = DEFAULT_MAX_QUERY_WORDS
+    query: NormalizedQuery,
+    analyzer: Analyzer,
+    classes: ClosedClasses,
+    max_words: int = DEFAULT_MAX_QUERY_WORDS,
 ) -> QueryFeatures:
     """Terms of the question's first ``max_words`` words (``Analyzer.bounded_terms``) without
-    its frame words (``question_frame``), intent and task type."""
+    its frame words (``classes``: the analyzer's stems of them), intent and task type."""
     bounded = analyzer.bounded_terms(query.text, max_words)
-    frame = frame_question(analyzer, bounded.terms)
+    frame = frame_question(classes, bounded.terms)
     terms = frame.terms
     deictic = _DEICTIC.search(query.folded) is not None
     words = _WORD.findall(query.folded)

@@ -40,8 +40,9 @@ _PRONOUN = re.compile(
     r"o mesmo|a mesma|it|them)\b",
     re.I,
 )
-_PRONOUN_PREFIX = {"dele": "de", "dela": "de", "deles": "de", "delas": "de", "nele": "em"}
-_PRONOUN_PREFIX["nela"] = "em"
+_PRONOUN_PREFIX = {
+    "dele": "de", "dela": "de", "deles": "de", "delas": "de", "nele": "em", "nela": "em",
+}  # fmt: skip
 # A follow-up is short: a longer question names its own subject.
 _MAX_FOLLOW_UP_WORDS = 6
 
