@@ -9,10 +9,14 @@ What it does, in one run:
   few seconds) into a temporary state folder, or uses ``--state DIR`` as it is, and creates one
   API key per tenant of the golden set with ``kr keys create``;
 - starts the server in a child process on 127.0.0.1 and a free port: the app ``kr serve`` builds
-  (``create_app(local_service(state), cors=..., auth=local_authenticator(state))``, anonymous on),
-  served by uvicorn, without the access log; ``--modes`` runs it with the query cache on
-  (``cached``: the warm-up fills it, so nearly every request is a hit) and off (``uncached``:
-  every request runs the cascade), one server process per mode;
+  (``create_app(local_service(state), cors=..., auth=local_authenticator(state),
+  shares=local_shares(...))``, anonymous on), served by uvicorn, without the access log; the
+  levels and a first attacker run with each caller's share of serving time off (the server's
+  capacity), a second server runs the attacker scenarios with kr serve's share on
+  (``--caller-ms-per-s``); every client connects from a loopback address of its own
+  (127.0.0.10…, the attacker 127.0.0.2), as distinct users would; ``--modes`` runs it with the
+  query cache on (``cached``: the warm-up fills it, so nearly every request is a hit) and off
+  (``uncached``: every request runs the cascade);
 - per level of concurrency, ``N`` clients (one ``httpx.AsyncClient``, so one connection, each)
   ask the golden-set questions in a shuffled cycle until ``--requests`` are done or ``--seconds``
   have passed; tenant questions carry that tenant's key (``Authorization: Bearer``);
@@ -69,6 +73,8 @@ DEFAULT_OUT = ROOT / "bench" / "load.json"
 MACHINE = "shared 2-core VM (other agents' jobs may run at the same time)"
 
 HOST = "127.0.0.1"  # loopback only, never another interface
+ATTACKER_ADDRESS = "127.0.0.2"  # the clients' own loopback addresses (callers are told apart)
+WARM_UP_ADDRESS = "127.0.0.3"
 REQUEST_FIELDS = ("tenant", "page", "tab", "focus", "date")
 MODES = ("cached", "uncached")
 ATTACK_KINDS = (
@@ -117,10 +123,12 @@ def free_port() -> int:
         return port
 
 
-def serve_child(state: Path, port: int, cache: bool) -> None:
-    """The child process: ``kr serve``'s app (kr/commands/serve.py), the query cache on or off."""
+def serve_child(state: Path, port: int, cache: bool, share_ms: float | None) -> None:
+    """The child process: ``kr serve``'s app (kr/commands/serve.py), the query cache on or off,
+    each caller's share of serving time ``share_ms`` a second (None: kr serve's default)."""
     import uvicorn
 
+    from kr.commands.serve import local_shares
     from kr.local import local_authenticator, local_service
     from router.api.app import create_app
     from router.api.cors import cors_policy_from
@@ -129,6 +137,7 @@ def serve_child(state: Path, port: int, cache: bool) -> None:
         local_service(state, cache=cache),
         cors=cors_policy_from(None),
         auth=local_authenticator(state),
+        shares=local_shares(share_ms),
     )
     uvicorn.run(app, host=HOST, port=port, log_level="warning", access_log=False)
 
@@ -152,11 +161,15 @@ class Server:
             self.process.wait()
 
 
-async def start_server(state: Path, cache: bool, work: Path) -> Server:
+async def start_server(
+    state: Path, cache: bool, work: Path, share_ms: float | None = None
+) -> Server:
     port = free_port()
-    log = work / f"server-{'cached' if cache else 'uncached'}.log"
+    log = work / f"server-{'cached' if cache else 'uncached'}-{share_ms}.log"
     command = [sys.executable, str(Path(__file__).resolve()), "--serve-child", str(port),
                "--state", str(state), "--cache", "on" if cache else "off"]  # fmt: skip
+    if share_ms is not None:
+        command += ["--caller-ms-per-s", str(share_ms)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     server = Server(process, f"http://{HOST}:{port}", log)
@@ -332,6 +345,19 @@ class Tally:
         }
 
 
+def connection(url: str, address: str) -> httpx.AsyncClient:
+    """One keep-alive connection from ``address`` (a loopback address of its own: the server
+    tells anonymous callers apart by their address, as it would distinct users)."""
+    transport = httpx.AsyncHTTPTransport(
+        local_address=address, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    )
+    return httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, transport=transport)
+
+
+def caller_address(number: int) -> str:
+    return f"127.0.0.{10 + number}"
+
+
 async def send(client: httpx.AsyncClient, ask: Ask, keys: dict[str, str], tally: Tally) -> None:
     headers = {"authorization": f"Bearer {keys[ask.tenant]}"} if ask.tenant else {}
     started = time.perf_counter()
@@ -368,13 +394,9 @@ async def drive(
     deadline = started + max_seconds
     finished = asyncio.Event()
 
-    def connection() -> httpx.AsyncClient:
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        return httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, limits=limits)
-
     async def caller(number: int) -> None:
         nonlocal sent
-        async with connection() as client:
+        async with connection(url, caller_address(number)) as client:
             due = started + interval_s * number / clients
             while sent < max_requests and time.perf_counter() < deadline:
                 if due > time.perf_counter():
@@ -386,7 +408,7 @@ async def drive(
                 due = max(due + interval_s, time.perf_counter()) if interval_s else due
 
     async def attacking(source: Iterator[Ask]) -> None:
-        async with connection() as client:
+        async with connection(url, ATTACKER_ADDRESS) as client:
             while not finished.is_set():
                 await send(client, next(source), keys, attack)
 
@@ -408,7 +430,7 @@ async def warm_up(url: str, asks: list[Ask], keys: dict[str, str]) -> dict[str, 
     """Every question once, one at a time: the package, the model and (cached mode) the cache."""
     tally = Tally()
     started = time.perf_counter()
-    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S) as client:
+    async with connection(url, WARM_UP_ADDRESS) as client:
         for ask in asks:
             await send(client, ask, keys, tally)
     return tally.summary(time.perf_counter() - started)
@@ -417,7 +439,7 @@ async def warm_up(url: str, asks: list[Ask], keys: dict[str, str]) -> dict[str, 
 async def run_mode(
     mode: str, state: Path, work: Path, asks: list[Ask], keys: dict[str, str], args: Any
 ) -> dict[str, Any]:
-    server = await start_server(state, cache=mode == "cached", work=work)
+    server = await start_server(state, mode == "cached", work, share_ms=0)
     try:
         result: dict[str, Any] = {"mode": mode, "memory_started": memory_of(server.pid)}
         result["warm_up"] = await warm_up(server.url, asks[: args.warm_up], keys)
@@ -433,12 +455,35 @@ async def run_mode(
                 {"clients": clients, **summary, "memory_before": before, "memory_after": after}
             )
         result["levels"] = levels
+        single = [lv["throughput_rps"] for lv in levels if lv["clients"] == 1]
+        rps = single[0] if single else result["warm_up"]["throughput_rps"]
         if args.attack_clients > 0:
-            single = [lv["throughput_rps"] for lv in levels if lv["clients"] == 1]
-            rps = single[0] if single else result["warm_up"]["throughput_rps"]
-            result["attack"] = await attack_scenarios(server, asks, keys, args, rps)
+            result["attack_share_off"] = await attack_scenarios(server, asks, keys, args, rps)
         result["memory_end"] = memory_of(server.pid)
-        return result
+    finally:
+        server.stop()
+    if args.attack_clients > 0:
+        result["attack"] = await shared_attack(mode, state, work, asks, keys, args, rps)
+    return result
+
+
+async def shared_attack(
+    mode: str,
+    state: Path,
+    work: Path,
+    asks: list[Ask],
+    keys: dict[str, str],
+    args: Any,
+    rps: float | None,
+) -> dict[str, Any]:
+    """The attacker scenarios again on a server with each caller's share of serving time on
+    (kr serve's default, or ``--caller-ms-per-s``), paced as on the unshared server."""
+    server = await start_server(state, mode == "cached", work, share_ms=args.caller_ms_per_s)
+    try:
+        await warm_up(server.url, asks[: args.warm_up], keys)
+        found = await attack_scenarios(server, asks, keys, args, rps)
+        found["caller_ms_per_s"] = args.caller_ms_per_s
+        return found
     finally:
         server.stop()
 
@@ -609,6 +654,17 @@ def _errors(summary: dict[str, Any]) -> str:
     return ", ".join(f"{s}×{n}" for s, n in found.items()) if found else "0"
 
 
+def _attack_rows(attacks: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, str, Any]]:
+    """(mode, share, variant, scenario) for the attacker tables: share off, then on."""
+    for mode in attacks:
+        for key, share in (("attack_share_off", "off"), ("attack", "on")):
+            found = mode.get(key) or {}
+            label = share if share == "off" else f"{found.get('caller_ms_per_s') or 250:g} ms/s"
+            for variant, scenario in found.items():
+                if isinstance(scenario, dict):
+                    yield mode, label, variant, scenario
+
+
 def print_report(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -641,25 +697,24 @@ def print_report(report: dict[str, Any]) -> None:
             table.add_column(
                 name, justify="left" if name in ("mode", "normal callers") else "right"
             )
-        for mode in attacks:
-            for variant, a in mode["attack"].items():
-                hostile = [h for h in a["attacker"] if h]
-                statuses: Counter[str] = Counter()
-                for h in hostile:
-                    statuses.update({"200": h["ok"], **h["errors_by_status"]})
-                after = a["attacked"][-1]["memory_after"]
-                pace = f"each every {a['interval_ms']:.0f} ms" if a["interval_ms"] else variant
-                table.add_row(
-                    mode["mode"], f"{a['clients']}, {pace.replace('_', ' ')}",
-                    f"{sum(r['requests'] for r in a['alone'])} / "
-                    f"{sum(r['requests'] for r in a['attacked'])}",
-                    _num(a["p50_alone_ms"]), _num(a["p50_attacked_ms"]), _num(a["p50_ratio"], 2),
-                    _num(a["p99_alone_ms"]), _num(a["p99_attacked_ms"]),
-                    _num(sum(h["requests"] for h in hostile)),
-                    _num(_median([h["p50_ms"] for h in hostile])),
-                    ", ".join(f"{s}×{n}" for s, n in sorted(statuses.items()) if n),
-                    f"{after['rss_mib']} / {after['hwm_mib']}",
-                )  # fmt: skip
+        for mode, share, variant, a in _attack_rows(attacks):
+            hostile = [h for h in a["attacker"] if h]
+            statuses: Counter[str] = Counter()
+            for h in hostile:
+                statuses.update({"200": h["ok"], **h["errors_by_status"]})
+            after = a["attacked"][-1]["memory_after"]
+            pace = f"each every {a['interval_ms']:.0f} ms" if a["interval_ms"] else variant
+            table.add_row(
+                f"{mode['mode']}, share {share}", f"{a['clients']}, {pace.replace('_', ' ')}",
+                f"{sum(r['requests'] for r in a['alone'])} / "
+                f"{sum(r['requests'] for r in a['attacked'])}",
+                _num(a["p50_alone_ms"]), _num(a["p50_attacked_ms"]), _num(a["p50_ratio"], 2),
+                _num(a["p99_alone_ms"]), _num(a["p99_attacked_ms"]),
+                _num(sum(h["requests"] for h in hostile)),
+                _num(_median([h["p50_ms"] for h in hostile])),
+                ", ".join(f"{s}×{n}" for s, n in sorted(statuses.items()) if n),
+                f"{after['rss_mib']} / {after['hwm_mib']}",
+            )  # fmt: skip
         console.print(table)
     if report.get("attack_profile"):
         table = Table(title="Each attack request once, in process, uncached")
@@ -705,6 +760,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=12)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--quiet", action="store_true", help="no tables")
+    p.add_argument(
+        "--caller-ms-per-s",
+        type=float,
+        default=None,
+        help="the attacker scenarios' per-caller share (default: kr serve's); the levels and "
+        "the 'share off' attacker runs use 0",
+    )
     p.add_argument("--serve-child", type=int, metavar="PORT", help=argparse.SUPPRESS)
     p.add_argument("--cache", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -743,7 +805,7 @@ async def measure(args: argparse.Namespace, state: Path, work: Path) -> dict[str
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_child is not None:
-        serve_child(args.state, args.serve_child, cache=args.cache == "on")
+        serve_child(args.state, args.serve_child, args.cache == "on", args.caller_ms_per_s)
         return 0
     from router.contract import MAX_QUERY_CHARS as limit
 

@@ -216,6 +216,18 @@ class Measured:
     def embedder_p50(self) -> float:
         return statistics.median(self.embedder_ms) if self.embedder_ms else 0.0
 
+    @property
+    def router_ms(self) -> list[float]:
+        """CPU outside the embedder: what the isolate pays where questions are embedded by a
+        service (the Worker: Workers AI, whose time is a subrequest's wait, not the isolate's
+        CPU)."""
+        spent = self.embedder_ms or [0.0] * len(self.cpu_ms)
+        return [max(0.0, cpu - embedded) for cpu, embedded in zip(self.cpu_ms, spent, strict=True)]
+
+    @property
+    def router_max(self) -> float:
+        return max(self.router_ms)
+
 
 class Bench:
     """One local service on a temporary state, and one event loop to ask it on."""
@@ -314,14 +326,15 @@ def fuzz(bench: Bench, count: int, seed: int, keep: int) -> dict[str, Shape]:
 
 def table(rows: list[Measured]) -> str:
     lines = [
-        "| request | CPU ms min | p50 | max | of which embedder p50 | extra peak MiB "
-        "| cut short (trace) | answer |",
-        "|---|---:|---:|---:|---:|---:|---|---|",
+        "| request | CPU ms min | p50 | max | of which embedder p50 | router CPU ms p50 (max) "
+        "| extra peak MiB | cut short (trace) | answer |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row.name} | {row.cpu_min:.1f} | {row.cpu_p50:.1f} | {row.cpu_max:.1f} "
             f"| {row.embedder_p50:.1f} "
+            f"| {statistics.median(row.router_ms):.1f} ({row.router_max:.1f}) "
             f"| {row.extra_mib:.2f} | {row.cut or '—'} | {row.answer or '—'} |"
         )
     return "\n".join(lines)
@@ -356,9 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     hostile = rows[1:]
     worst_cpu = max(hostile, key=lambda row: row.cpu_max)
     worst_memory = max(hostile, key=lambda row: row.extra_mib)
+    worst_router = max(hostile, key=lambda row: row.router_max)
     print(table(rows))
     print(
         f"\nworst CPU: {worst_cpu.cpu_max:.1f} ms ({worst_cpu.name}; target < {TARGET_CPU_MS:.0f})"
+        f"\nworst CPU outside the embedder: {worst_router.router_max:.1f} ms ({worst_router.name})"
         f"\nworst extra memory: {worst_memory.extra_mib:.2f} MiB ({worst_memory.name}; "
         f"target < {TARGET_EXTRA_MIB:.0f})"
     )

@@ -26,7 +26,11 @@ from typing import Any
 from workers import WorkerEntrypoint, wait_until  # type: ignore[import-not-found]
 
 from router.adapters.cloudflare import service_from_env, warm_from_env
-from router.adapters.cloudflare.service import authenticator_from_env, cors_from_env
+from router.adapters.cloudflare.service import (
+    authenticator_from_env,
+    cors_from_env,
+    shares_from_env,
+)
 from router.analysis.analyzer import AnalyzerConfig, snowball_stem_function
 from router.api.app import create_app
 
@@ -42,6 +46,8 @@ app = create_app(
     cors=lambda scope: cors_from_env(scope["env"]),
     defer=_after_response,
     auth=lambda request: authenticator_from_env(request.scope["env"]),
+    shares=lambda request: shares_from_env(request.scope["env"]),
+    client_ip_header="cf-connecting-ip",  # set by Cloudflare, not by the caller
 )
 snowball_stem_function(AnalyzerConfig().language)  # compiles the stemmer's module into the snapshot
 

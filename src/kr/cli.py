@@ -172,6 +172,15 @@ def _serve(sub: Subparsers) -> None:
         "without credentials); default none ($KR_CORS_ORIGINS). JWTs: $KR_JWT_HS256_SECRET or "
         "$KR_JWKS, $KR_JWT_TENANT_CLAIM, $KR_JWT_AUDIENCE, $KR_JWT_ISSUER",
     )
+    p.add_argument(
+        "--caller-ms-per-s",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="serving time one caller (credential, else address) may use a second, sustained; "
+        "over it its requests wait or get 429 (0: no limit; default 250, $KR_CALLER_MS_PER_S; "
+        "burst $KR_CALLER_BURST_MS, default 1000)",
+    )
     _reranker_arg(p)
 
 

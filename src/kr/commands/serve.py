@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 from kr.commands.options import reranker
 from kr.local import local_authenticator, local_service
 from router.api.cors import cors_policy_from
+from router.api.fair_share import CallerShares, share_config_from
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "run"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "local_shares", "run"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787  # wrangler dev's port: the same URL reaches the Worker or the local API
@@ -25,6 +27,16 @@ def run(args: argparse.Namespace) -> int:
         local_service(args.state, reranker=reranker(args)),
         cors=cors_policy_from(origins),
         auth=local_authenticator(args.state, allow_anonymous=False if args.no_anonymous else None),
+        shares=local_shares(args.caller_ms_per_s),
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
+
+
+def local_shares(ms_per_s: float | None = None) -> CallerShares:
+    """Each caller's share of ``kr serve``'s time: the flag, else ``$KR_CALLER_MS_PER_S``, else
+    the default (an anonymous caller is its connection's peer address)."""
+    config = share_config_from(os.environ.get)
+    if ms_per_s is not None:
+        config = dataclasses.replace(config, ms_per_s=ms_per_s)
+    return CallerShares(config)

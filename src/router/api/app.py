@@ -8,6 +8,8 @@ OpenAPI document says so. The tenant a query is served as comes from its credent
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,8 +21,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from router import __version__
 from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
+from router.api.fair_share import CallerShares, RateLimitedError
 from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
-from router.auth import AuthConfig, AuthenticationError, Authenticator, tenant_for
+from router.auth import AuthConfig, AuthenticationError, Authenticator, Principal, tenant_for
 from router.contract import ErrorResponse, QueryRequest, QueryResponse
 from router.deferral import Defer
 from router.errors import RouterError
@@ -30,6 +33,7 @@ __all__ = ["ERROR_RESPONSES", "create_app"]
 
 ServiceFactory = Callable[[Request], KnowledgeService]
 AuthFactory = Callable[[Request], Authenticator]
+SharesFactory = Callable[[Request], CallerShares | None]
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -47,6 +51,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _documented("The body names a tenant other than the credential's"),
     413: _documented(f"The body is over {MAX_BODY_BYTES} bytes"),
     422: _documented("The body does not match the schema"),
+    429: _documented("The caller used its share of serving time (see Retry-After)"),
     503: _documented("No knowledge version can be served"),
 }
 """The error statuses of ``/v1/query`` as OpenAPI shows them (instead of ``{detail: [...]}``)."""
@@ -69,6 +74,8 @@ def create_app(
     defer: Defer | None = None,
     auth: Authenticator | AuthFactory | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    shares: CallerShares | SharesFactory | None = None,
+    client_ip_header: str | None = None,
 ) -> FastAPI:
     """Build the app; ``service`` and ``auth`` are ready objects or factories of the request.
 
@@ -77,7 +84,11 @@ def create_app(
     ``defer`` schedules post-response work (KV cache copy, query-log batch). By default it is
     Starlette's background tasks, which run after the body is sent under uvicorn; the Workers
     ASGI bridge awaits them before returning a buffered response, so the Worker passes
-    ``ctx.waitUntil`` instead (src/entry.py).
+    ``ctx.waitUntil`` instead (src/entry.py). ``shares`` bounds each caller's share of serving
+    time (:mod:`router.api.fair_share`; None: unbounded; or a function of the request, as the
+    Worker reads it from ``env``); an anonymous caller is known by its
+    address: ``client_ip_header`` where a proxy the caller cannot bypass sets one
+    (``cf-connecting-ip``), else the connection's peer.
     """
     app = FastAPI(title="Knowledge Router", version=__version__)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
@@ -92,8 +103,19 @@ def create_app(
             return anonymous
         return auth if isinstance(auth, Authenticator) else auth(request)
 
+    def caller(request: Request, principal: Principal) -> str:
+        if principal.kind != "anonymous":
+            return f"{principal.kind}:{principal.tenant}:{principal.subject}"
+        address = request.headers.get(client_ip_header) if client_ip_header else None
+        if not address and request.client is not None:
+            address = request.client.host
+        return f"address:{address or 'unknown'}"
+
+    def share_of(request: Request) -> CallerShares | None:
+        return shares(request) if callable(shares) else shares
+
     _add_error_handlers(app)
-    _add_routes(app, resolve, authenticator, defer)
+    _add_routes(app, resolve, authenticator, defer, share_of, caller)
     return app
 
 
@@ -110,7 +132,10 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RouterError)
     async def router_error(_: Request, exc: RouterError) -> JSONResponse:
         status = exc.http_status if exc.http_status >= 400 else 500
-        return _error(status, exc.code, exc.message)
+        headers = None
+        if isinstance(exc, RateLimitedError):
+            headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+        return _error(status, exc.code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -131,7 +156,12 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 
 def _add_routes(
-    app: FastAPI, resolve: ServiceFactory, authenticator: AuthFactory, defer: Defer | None
+    app: FastAPI,
+    resolve: ServiceFactory,
+    authenticator: AuthFactory,
+    defer: Defer | None,
+    share_of: SharesFactory,
+    caller: Callable[[Request, Principal], str],
 ) -> None:
     """``POST /v1/query``, ``GET /v1/health`` and ``GET /v1/metrics``."""
 
@@ -149,7 +179,16 @@ def _add_routes(
         # KV cache copy and query-log batch run after the answer is sent (waitUntil in Workers).
         service = resolve(request)
         later = defer or (lambda work: after_response.add_task(_run, work))
-        return await service.query(served, defer=later)
+        shares = share_of(request)
+        if shares is None:
+            return await service.query(served, defer=later)
+        who = caller(request, principal)
+        await shares.admit(who)
+        started = time.perf_counter()
+        try:
+            return await service.query(served, defer=later)
+        finally:
+            shares.settle(who, (time.perf_counter() - started) * 1000)
 
     @app.get("/v1/health")
     async def health(request: Request) -> JSONResponse:

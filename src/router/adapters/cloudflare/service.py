@@ -41,6 +41,7 @@ from router.adapters.cloudflare.workers_ai import (
     WorkersAiReranker,
 )
 from router.api.cors import CorsPolicy, cors_policy_from
+from router.api.fair_share import CallerShares, ShareConfig, share_config_from
 from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
@@ -72,6 +73,7 @@ __all__ = [
     "reset_service",
     "service_from_env",
     "settings_from_env",
+    "shares_from_env",
     "warm_from_env",
 ]
 
@@ -264,9 +266,10 @@ def service_from_env(env: Any) -> KnowledgeService:
 
 def reset_service() -> None:
     """Forget the isolate's service and authenticator (tests; a new ``env`` builds new ones)."""
-    global _service, _authenticator
+    global _service, _authenticator, _shares
     _service = None
     _authenticator = None
+    _shares = None
 
 
 _authenticator: Authenticator | None = None
@@ -281,6 +284,20 @@ def authenticator_from_env(env: Any) -> Authenticator:
         db = binding(env, DB_BINDING)
         _authenticator = Authenticator(config, D1KeyStore(db) if db is not None else None)
     return _authenticator
+
+
+_shares: CallerShares | None = None
+
+
+def shares_from_env(env: Any) -> CallerShares | None:
+    """The isolate's per-caller shares of serving time, when ``KR_CALLER_MS_PER_S`` is set (off
+    by default here: a Worker request's time includes its waits on KV, R2, D1 and Workers AI,
+    which cost the isolate no CPU; Cloudflare's rate limiting rules come first)."""
+    global _shares
+    if _shares is None:
+        config = share_config_from(lambda name: _text(env, name), ShareConfig(ms_per_s=0.0))
+        _shares = CallerShares(config)
+    return _shares if _shares.config.enabled else None
 
 
 def cors_from_env(env: Any) -> CorsPolicy:
