@@ -127,6 +127,12 @@ def _build(sub: Subparsers) -> None:
         help="first ask an LLM for N questions per section, indexed with it (doc2query; an "
         "OpenAI-compatible endpoint: $KR_LLM_BASE_URL, $KR_LLM_MODEL, $KR_LLM_API_KEY)",
     )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="parse every file again (default: a file whose bytes did not change since the "
+        "last build in this state folder is reused, <state>/build/documents.sqlite)",
+    )
     _force_arg(p)
     _gate_args(p)
 

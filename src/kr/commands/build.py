@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from kr.activation import activate_gated
 from kr.commands.options import gate_settings
+from kr.document_cache import DocumentCache
 from kr.local import local_state
 from kr.progress import progress_phases
 from router.adapters.local.embedders import embedder_by_name
@@ -41,6 +42,8 @@ def doc2query_from_env(per_section: int, environ: Mapping[str, str]) -> Doc2Quer
 async def run(args: argparse.Namespace) -> int:
     doc2query = doc2query_from_env(args.doc2query, os.environ)
     encoder = embedder_by_name(args.embedder)
+    state = local_state(args.state)
+    reuse = None if getattr(args, "full", False) else DocumentCache(state.root)
     try:
         with progress_phases() as phases:
             result = build_knowledge(
@@ -49,17 +52,23 @@ async def run(args: argparse.Namespace) -> int:
                 encoder=encoder,
                 phases=phases,
                 doc2query=doc2query,
+                reuse=reuse,
             )
             written = write_package(result.package, args.out, phases) if args.out else None
+        if reuse is not None:
+            reuse.keep(doc.path for doc in result.corpus.documents)
     finally:
+        if reuse is not None:
+            reuse.close()
         if hasattr(encoder, "close"):  # a Workers AI encoder: its HTTP client and thread
             encoder.close()
+    if reuse is not None:
+        print(f"parsed {reuse.misses} file(s), reused {reuse.hits} unchanged", file=sys.stderr)
     for diagnostic in result.corpus.diagnostics:
         print(diagnostic, file=sys.stderr)
     package = result.package
     if written is not None:
         print(f"package written to {written}")
-    state = local_state(args.state)
     if args.no_activate:
         version = await publish_package(
             package.files(), state.blobs, state.kv, state.relational, activate_now=False

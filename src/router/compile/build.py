@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.compile.corpus import BuildPhases, KnowledgeCorpus, load_knowledge
+from router.compile.corpus import BuildPhases, KnowledgeCorpus, ParsedDocuments, load_knowledge
 from router.compile.doc2query import Doc2Query
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
@@ -27,14 +27,16 @@ def build_knowledge(
     encoder: PassageEncoder | None = None,
     phases: BuildPhases | None = None,
     doc2query: Doc2Query | None = None,
+    reuse: ParsedDocuments | None = None,
 ) -> BuildResult:
     """Parse and compile a knowledge folder. Cross-file errors always fail; file errors fail
     only with ``strict`` (otherwise the file is skipped and reported). With an ``encoder`` the
     package carries section vectors (cached by text, see compile/vector_cache.py). ``phases``
     hears of the progress (a million sections take minutes). With ``doc2query`` an LLM writes
     questions for every section first (compile/doc2query.py), indexed and embedded with it; a
-    generator error fails the build rather than leave some sections without."""
-    corpus = load_knowledge(root, strict=strict, phases=phases)
+    generator error fails the build rather than leave some sections without. ``reuse`` holds
+    the documents of earlier builds (a file whose bytes did not change is not parsed again)."""
+    corpus = load_knowledge(root, strict=strict, phases=phases, reuse=reuse)
     fatal = [d for d in corpus.errors if strict or d.cross_file]
     if fatal:
         first = fatal[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
@@ -17,13 +18,29 @@ from router.errors import KnowledgeFormatError
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
 
-__all__ = ["BuildPhases", "Diagnostic", "KnowledgeCorpus", "knowledge_files", "load_knowledge"]
+__all__ = [
+    "BuildPhases",
+    "Diagnostic",
+    "KnowledgeCorpus",
+    "ParsedDocuments",
+    "knowledge_files",
+    "load_knowledge",
+]
 
 BuildPhases = Callable[[str, int], Callable[[int], None]]
 """``phase(name, total)``: starts a phase of a long build ("parse" files, "compile" documents,
 "write" files) and returns its ``advance(n)`` (``kr build`` draws a bar per phase)."""
 
 SYNONYMS_FILE = "_synonyms.yml"
+
+
+class ParsedDocuments(Protocol):
+    """Documents parsed by earlier builds, by path and bytes (``kr.document_cache``): a file
+    whose bytes did not change is not parsed again (incremental builds, docs/adr/0018)."""
+
+    def get(self, path: str, raw: bytes) -> Document | None: ...
+
+    def put(self, path: str, raw: bytes, doc: Document) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -65,9 +82,13 @@ def knowledge_files(root: str | Path) -> list[str]:
 
 
 def load_knowledge(
-    root: str | Path, strict: bool = False, phases: BuildPhases | None = None
+    root: str | Path,
+    strict: bool = False,
+    phases: BuildPhases | None = None,
+    reuse: ParsedDocuments | None = None,
 ) -> KnowledgeCorpus:
-    """Parse every document of ``root`` (``knowledge_files``), as the "parse" phase.
+    """Parse every document of ``root`` (``knowledge_files``), as the "parse" phase; with
+    ``reuse``, a file parsed before with the same bytes is taken from it.
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
     build on any error. Cross-file conflicts (same id, overlapping windows) are always errors.
@@ -80,7 +101,7 @@ def load_knowledge(
     advance = phases("parse", len(files)) if phases is not None else None
     for relative in files:
         try:
-            doc = parse_document(relative, (base / relative).read_bytes())
+            doc = _parsed(relative, (base / relative).read_bytes(), reuse)
         except KnowledgeFormatError as exc:
             corpus.diagnostics.append(Diagnostic("error", exc.path, exc.line, exc.detail))
         else:
@@ -92,6 +113,16 @@ def load_knowledge(
     _check_duplicate_ids(corpus)
     _check_links(corpus)
     return corpus
+
+
+def _parsed(relative: str, raw: bytes, reuse: ParsedDocuments | None) -> Document:
+    if reuse is None:
+        return parse_document(relative, raw)
+    doc = reuse.get(relative, raw)
+    if doc is None:
+        doc = parse_document(relative, raw)
+        reuse.put(relative, raw, doc)
+    return doc
 
 
 def _load_synonyms(base: Path, corpus: KnowledgeCorpus) -> list[list[str]]:
