@@ -133,6 +133,12 @@ def _build(sub: Subparsers) -> None:
         help="parse every file again (default: a file whose bytes did not change since the "
         "last build in this state folder is reused, <state>/build/documents.sqlite)",
     )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="after the build, rebuild and activate (through the gate) after every save, "
+        "until Ctrl-C; a failed build leaves the active version serving",
+    )
     _force_arg(p)
     _gate_args(p)
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
+import time
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from kr.activation import activate_gated
 from kr.commands.options import gate_settings
@@ -15,11 +19,12 @@ from kr.progress import progress_phases
 from router.adapters.local.embedders import embedder_by_name
 from router.adapters.local.openai_generator import OpenAICompatibleGenerator
 from router.compile.build import build_knowledge, write_package
+from router.compile.corpus import SYNONYMS_FILE
 from router.compile.doc2query import Doc2Query
-from router.errors import ConfigError
+from router.errors import ConfigError, QualityGateError, RouterError
 from router.ops.publish import publish_package
 
-__all__ = ["LLM_VARIABLES", "doc2query_from_env", "run"]
+__all__ = ["LLM_VARIABLES", "build_once", "doc2query_from_env", "run", "watch"]
 
 LLM_VARIABLES = ("KR_LLM_BASE_URL", "KR_LLM_MODEL")
 """Required by ``--doc2query``; ``KR_LLM_API_KEY`` is optional (a local server needs none)."""
@@ -40,6 +45,50 @@ def doc2query_from_env(per_section: int, environ: Mapping[str, str]) -> Doc2Quer
 
 
 async def run(args: argparse.Namespace) -> int:
+    if getattr(args, "watch", False):
+        return await watch(args)
+    return await build_once(args)
+
+
+def _knowledge_change(_: Any, path: str) -> bool:
+    """What a rebuild is for: a Markdown file or the synonyms, not an editor's swap file."""
+    return path.endswith((".md", SYNONYMS_FILE))
+
+
+async def watch(args: argparse.Namespace, stop: asyncio.Event | None = None) -> int:
+    """Build, then rebuild after every save (watchfiles, 300 ms debounce) until interrupted.
+
+    Each rebuild reuses the unchanged files' parse (the document cache) and goes through the
+    gate like ``kr build``; a build that fails (a malformed file under ``--strict``, a blocked
+    gate) is reported and the active version keeps serving until the next save."""
+    from watchfiles import awatch
+
+    await _build_reporting(args)
+    print(f"watching {args.knowledge_dir} (Ctrl-C to stop)", flush=True)
+    async for changes in awatch(
+        args.knowledge_dir, watch_filter=_knowledge_change, debounce=300, stop_event=stop
+    ):
+        names = sorted({Path(path).name for _, path in changes})
+        print(f"changed: {', '.join(names[:5])}{' …' if len(names) > 5 else ''}", flush=True)
+        await _build_reporting(args)
+    return 0
+
+
+async def _build_reporting(args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    try:
+        await build_once(args)
+    except (RouterError, OSError) as exc:
+        reason = f"[{exc.code}] {exc.message}" if isinstance(exc, RouterError) else str(exc)
+        if isinstance(exc, QualityGateError):
+            print(exc.details, flush=True)
+        print(f"build failed: {reason} (the active version keeps serving)", flush=True)
+    else:
+        print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
+
+
+async def build_once(args: argparse.Namespace) -> int:
+    """One ``kr build``: compile (reusing unchanged files), publish, gate and activate."""
     doc2query = doc2query_from_env(args.doc2query, os.environ)
     encoder = embedder_by_name(args.embedder)
     state = local_state(args.state)
@@ -79,5 +128,5 @@ async def run(args: argparse.Namespace) -> int:
         )
     counts = ", ".join(f"{v} {k}" for k, v in package.manifest.counts.items())
     verb = "published" if args.no_activate else "active"
-    print(f"knowledge version {version} {verb} in {state.root} ({counts})")
+    print(f"knowledge version {version} {verb} in {state.root} ({counts})", flush=True)
     return 0
