@@ -151,3 +151,20 @@ def test_every_partition_shares_one_chunk_budget(built: BuildResult) -> None:
     before = len(fetched)
     run_sync(shared.texts.load([last]))
     assert len(fetched) == before + 1  # the tenants' reads pushed the shared chunk out
+
+
+def test_an_edit_or_an_insertion_renames_only_the_chunks_around_it() -> None:
+    import random
+
+    rng = random.Random(7)
+    texts = [" ".join(f"palavra{rng.randrange(10_000)}" for _ in range(rng.randrange(5, 400)))
+             for _ in range(600)]  # fmt: skip
+    before = set(encode_texts(texts)) - {TEXTS_INDEX_NAME}
+    edited = list(texts)
+    edited[100] += " uma frase nova no meio do texto"
+    edited.insert(400, "uma seção inteira nova")
+    after = set(encode_texts(edited)) - {TEXTS_INDEX_NAME}
+    assert len(before) > 40
+    assert len(after - before) <= 6  # ~2 chunks per change, where a fixed size renamed 40+
+    sizes = [len(blob) for name, blob in encode_texts(texts).items() if name != TEXTS_INDEX_NAME]
+    assert 8 * 1024 <= sum(sizes) / len(sizes) <= 32 * 1024

@@ -2,10 +2,10 @@
 
 Why apart from the catalog (index format 3, docs/adr/0010): section texts are most of a package's
 bytes, yet a query quotes only the few sections it shows. Texts are packed in section order into
-chunk files of about ``TEXT_CHUNK_BYTES``; the index says which chunk holds each section, so a
-reader fetches (and verifies) just the chunks of the sections it needs, and each chunk says where
-its texts start — so the resident index costs 20 bytes a chunk, not 4 a section (4 MB at a
-million sections). Layout, little-endian:
+chunk files of about ``TEXT_CHUNK_BYTES`` (boundaries chosen by content: ``_cut_before``); the
+index says which chunk holds each section, so a reader fetches (and verifies) just the chunks of
+the sections it needs, and each chunk says where its texts start — so the resident index costs
+20 bytes a chunk, not 4 a section (4 MB at a million sections). Layout, little-endian:
 
     texts.bin
         magic     b"KRTEXT05"                 8 bytes
@@ -25,6 +25,7 @@ document. ``stem`` names the files; "section" above then reads "item".
 from __future__ import annotations
 
 import struct
+import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,11 +110,11 @@ def encode_texts(
     current: list[bytes] = []
     size = 0
     for index, text in enumerate(texts):
-        if current and size >= chunk_bytes:
+        encoded = text.encode("utf-8")
+        if current and _cut_before(encoded, size, chunk_bytes):
             chunks.append(_chunk(current))
             first.append(index)
             current, size = [], 0
-        encoded = text.encode("utf-8")
         current.append(encoded)
         size += len(encoded)
     if current or not chunks:
@@ -128,6 +129,24 @@ def encode_texts(
     files = {f"{stem}.bin": index_blob}
     files.update(zip(names, chunks, strict=True))
     return files
+
+
+def _cut_before(item: bytes, size: int, chunk_bytes: int) -> bool:
+    """Whether a chunk of ``size`` bytes ends before ``item``: chosen by the item's content.
+
+    Why content-defined boundaries: cut at a fixed size, one edited or inserted section moves
+    every later boundary, so every later chunk gets a new name and a new version re-uploads them
+    all. Here a chunk of at least half the target ends before an item with a probability
+    proportional to the item's size (its crc32 decides), so chunks average about the target
+    whatever the sizes of the items, are at most four times it, and the boundaries after an
+    edit fall where they fell before within a chunk or two: unchanged texts keep their chunks'
+    names (docs/adr/0018)."""
+    if size >= 4 * chunk_bytes:
+        return True
+    half = max(1, chunk_bytes // 2)
+    if size < half:
+        return False
+    return (zlib.crc32(item) & 0xFFFF) < (len(item) << 16) // half
 
 
 def _chunk(items: Sequence[bytes]) -> bytes:
