@@ -30,6 +30,7 @@ import datetime as dt
 import json
 import platform
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,25 @@ def changed_bytes(files: dict[str, bytes], previous: dict[str, bytes]) -> tuple[
     return len(new), sum(len(files[name]) for name in new)
 
 
+def kind_of(name: str) -> str:
+    """A file's kind: the stem of a content-named file (``s``, ``texts``…), else its name
+    without the partition prefix (``partition.bin``, ``manifest.json``)."""
+    found = re.search(r"\.(\w+)-[0-9a-f]{16}\.bin$", name)
+    return found.group(1) if found else name.split(".", 1)[-1]
+
+
+def differing_by_kind(files: dict[str, bytes], previous: dict[str, bytes]) -> dict[str, list[int]]:
+    """kind → [files differing, bytes differing, bytes in all] of the new package."""
+    kinds: dict[str, list[int]] = {}
+    for name, blob in files.items():
+        row = kinds.setdefault(kind_of(name), [0, 0, 0])
+        row[2] += len(blob)
+        if previous.get(name) != blob:
+            row[0] += 1
+            row[1] += len(blob)
+    return dict(sorted(kinds.items(), key=lambda item: -item[1][1]))
+
+
 def rows_written(files: dict[str, bytes]) -> int:
     from router.package.manifest import Manifest
 
@@ -154,6 +174,7 @@ def report_row(
             "bytes_differing": bytes_new,
             "d1_rows_written": rows_written(built.files),
             "vectors_upserted": published.vectors_upserted + published.vectors_skipped,
+            "differing_by_kind": differing_by_kind(built.files, previous),
         },
         "full": {
             "build_s": round(full.seconds, 2),
