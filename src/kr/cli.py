@@ -172,6 +172,14 @@ def _serve(sub: Subparsers) -> None:
         "without credentials); default none ($KR_CORS_ORIGINS). JWTs: $KR_JWT_HS256_SECRET or "
         "$KR_JWKS, $KR_JWT_TENANT_CLAIM, $KR_JWT_AUDIENCE, $KR_JWT_ISSUER",
     )
+    p.add_argument(
+        "--eval-report",
+        type=Path,
+        default=serve.DEFAULT_EVAL_REPORT,
+        metavar="FILE",
+        help="the kr eval report the playground's golden-set view (/eval) shows; default "
+        "%(default)s (served at /eval/report.json with /v1/metrics's credential rule)",
+    )
     _reranker_arg(p)
 
 

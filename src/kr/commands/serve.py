@@ -1,4 +1,5 @@
-"""``kr serve``: the HTTP API over the local service (uvicorn, in this process)."""
+"""``kr serve``: the HTTP API over the local service (uvicorn, in this process), and the
+playground at ``/`` (``router.api.pages``) with the last golden-set report at ``/eval``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import os
 
 from kr.commands.options import reranker
 from kr.local import local_authenticator, local_service
+from kr.report import DEFAULT_REPORTS_DIR
 from router.api.cors import cors_policy_from
+from router.api.pages import PLAYGROUND_DIR
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "run"]
+__all__ = ["DEFAULT_EVAL_REPORT", "DEFAULT_HOST", "DEFAULT_PORT", "run"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787  # wrangler dev's port: the same URL reaches the Worker or the local API
+DEFAULT_EVAL_REPORT = DEFAULT_REPORTS_DIR / "golden" / "metrics.json"  # what `kr eval` writes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
         local_service(args.state, reranker=reranker(args)),
         cors=cors_policy_from(origins),
         auth=local_authenticator(args.state, allow_anonymous=False if args.no_anonymous else None),
+        pages=PLAYGROUND_DIR,
+        eval_report=args.eval_report,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

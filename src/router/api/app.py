@@ -9,6 +9,7 @@ OpenAPI document says so. The tenant a query is served as comes from its credent
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI, Request, Security
@@ -20,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from router import __version__
 from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
 from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
+from router.api.pages import add_page_routes
 from router.auth import AuthConfig, AuthenticationError, Authenticator, tenant_for
 from router.contract import ErrorResponse, QueryRequest, QueryResponse
 from router.deferral import Defer
@@ -69,6 +71,8 @@ def create_app(
     defer: Defer | None = None,
     auth: Authenticator | AuthFactory | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    pages: Path | None = None,
+    eval_report: Path | None = None,
 ) -> FastAPI:
     """Build the app; ``service`` and ``auth`` are ready objects or factories of the request.
 
@@ -78,6 +82,9 @@ def create_app(
     Starlette's background tasks, which run after the body is sent under uvicorn; the Workers
     ASGI bridge awaits them before returning a buffered response, so the Worker passes
     ``ctx.waitUntil`` instead (src/entry.py).
+    ``pages`` is the playground's folder (``router.api.pages.PLAYGROUND_DIR``) for a server that
+    serves it (``kr serve``; the Worker's static assets serve it before the app), and
+    ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``.
     """
     app = FastAPI(title="Knowledge Router", version=__version__)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
@@ -94,6 +101,12 @@ def create_app(
 
     _add_error_handlers(app)
     _add_routes(app, resolve, authenticator, defer)
+    if pages is not None:
+
+        async def authenticate(request: Request) -> object:
+            return await authenticator(request).authenticate(request.headers.get("authorization"))
+
+        add_page_routes(app, pages, eval_report, authenticate)
     return app
 
 
