@@ -110,9 +110,11 @@ function renderCategories(report) {
       const li = el("li", "bar-row");
       li.dataset.category = name;
       const track = el("div", "track");
-      const bar = el("div", "bar");
-      bar.style.width = typeof value === "number" ? `${Math.max(0, Math.min(1, value)) * 100}%` : "0";
-      track.append(bar);
+      if (typeof value === "number") {
+        const bar = el("div", "bar");
+        bar.style.width = `${Math.max(0, Math.min(1, value)) * 100}%`;
+        track.append(bar);
+      }
       const judged = figures.judged === undefined ? "" : `, ${figures.judged} judged`;
       const shown = typeof value === "number" ? fmt(value) : "— (not measured here)";
       li.append(el("span", "name", name), track, el("span", "detail", `${metric} ${shown} · ${figures.n} queries${judged}`));
