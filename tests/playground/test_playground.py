@@ -213,3 +213,18 @@ def test_the_page_fits_a_phone(server: Server, browser: Any) -> None:
         assert overflow <= 0, f"{overflow}px of horizontal overflow at 375px"
     finally:
         context.close()
+
+
+def test_a_cached_answer_says_its_trace_is_the_run_that_cached_it(
+    server: Server, page: Page
+) -> None:
+    page.goto(f"{server.url}/")
+    question = "Qual a validade padrão da APR?"
+    ask(page, question)
+    expect(page.locator("#status")).to_contain_text("Answered in")
+    with page.expect_response("**/v1/query") as answered:
+        ask(page, question)
+    cache = answered.value.json()["metadata"]["cache"]
+    assert cache in ("memory", "kv")
+    expect(page.locator("#badges")).to_contain_text(f"cache {cache}")
+    expect(page.locator("#io")).to_contain_text(f"Served from the {cache} cache")

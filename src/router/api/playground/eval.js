@@ -21,7 +21,7 @@ function fmt(value, digits = 3) {
 }
 
 function fail(title, message) {
-  $("status").textContent = "";
+  $("status").hidden = true;
   const box = $("error");
   box.replaceChildren(el("strong", null, title), el("span", null, message));
   box.hidden = false;
@@ -64,7 +64,7 @@ async function load() {
 }
 
 function render(report) {
-  $("status").textContent = "";
+  $("status").hidden = true;
   const info = report.info || {};
   const rows = [
     ["set", info.set || report.name],

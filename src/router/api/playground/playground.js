@@ -163,6 +163,11 @@ function render(r) {
   }
   renderResults(r);
   renderStages(r.trace || {});
+  const cache = r.metadata && r.metadata.cache;
+  if (cache === "memory" || cache === "kv") {
+    $("io").textContent = `Served from the ${cache} cache: the stages below are those of the run ` +
+      `that cached this answer. ${$("io").textContent}`;
+  }
   $("output").hidden = false;
 }
 
