@@ -175,16 +175,16 @@ function renderBadges(r) {
   const box = $("badges");
   const level = r.confidence_level;
   const meta = r.metadata || {};
+  const version = badge(`knowledge ${r.knowledge_version}`);
+  version.id = "version";
   box.replaceChildren(
     badge(`confidence ${level} ${fmt(r.confidence, 2)}`, level),
     badge(r.abstained ? "abstained" : "answered", r.abstained ? "NONE" : ""),
     badge(`strategy ${r.strategy_used}`),
-    badge(`knowledge ${r.knowledge_version}`),
+    version,
     badge(`cache ${meta.cache}`),
     badge(`${fmt(meta.latency_ms, 1)} ms`),
   );
-  box.querySelector(".badge").dataset.level = level;
-  box.children[3].id = "version";
   if (meta.fallback_triggered) box.append(badge("vector fallback"));
   for (const item of meta.budget_exceeded || []) box.append(badge(`over budget: ${item}`, "flag"));
 }
