@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set-up and the two main jobs, for a fresh machine with only python3, pip, node and npm.
 # Set-up (each step skipped when its inputs did not change): .venv from requirements.lock (which
-# includes Node 24); for `test` also npm ci (wrangler, pyodide) with that Node and the Pyodide
-# wheels of tests/pyodide/requirements.txt.
+# includes Node 24 and Playwright); for `test` also npm ci (wrangler, pyodide) with that Node, the
+# Pyodide wheels of tests/pyodide/requirements.txt, and Debian's chromium for the browser tests.
 #   scripts/dev.sh run    build the sample knowledge, show an example query, serve on 127.0.0.1:8787
 #   scripts/dev.sh test   lint, type-check and run the whole test suite
 set -euo pipefail
@@ -43,6 +43,20 @@ setup_node() {
   fi
 }
 
+# The playground's browser tests (tests/playground) drive Debian's Chromium with Playwright: its
+# own browser download cannot work on a machine without network, a Debian package can.
+setup_browser() {
+  if [ -x /usr/bin/chromium ]; then
+    return
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  $sudo apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+}
+
 case "${1:-}" in
   run)
     setup
@@ -52,7 +66,7 @@ case "${1:-}" in
     echo '$ kr query "O que é APR?"'
     "$VENV/bin/kr" query "O que é APR?"
     echo
-    echo "Serving on http://127.0.0.1:8787 — try:"
+    echo "Serving on http://127.0.0.1:8787 — the playground is http://127.0.0.1:8787/; or try:"
     echo "  curl -s -X POST http://127.0.0.1:8787/v1/query -H 'content-type: application/json' \\"
     echo "       -d '{\"query\": \"Qual a validade padrão da APR?\"}'"
     exec "$VENV/bin/kr" serve --host 127.0.0.1 --port 8787
@@ -60,6 +74,7 @@ case "${1:-}" in
   test)
     setup
     setup_worker_tools
+    setup_browser
     "$VENV/bin/ruff" check src tests scripts bench
     "$VENV/bin/mypy" --no-error-summary
     "$PY" -m pytest

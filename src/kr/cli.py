@@ -193,6 +193,14 @@ def _serve(sub: Subparsers) -> None:
         "over it its requests wait or get 429 (0: no limit; default 250, $KR_CALLER_MS_PER_S; "
         "burst $KR_CALLER_BURST_MS, default 1000)",
     )
+    p.add_argument(
+        "--eval-report",
+        type=Path,
+        default=serve.DEFAULT_EVAL_REPORT,
+        metavar="FILE",
+        help="the kr eval report the playground's golden-set view (/eval) shows; default "
+        "%(default)s (served at /eval/report.json with /v1/metrics's credential rule)",
+    )
     _reranker_arg(p)
 
 

@@ -13,10 +13,21 @@ from typing import Any
 from kr.golden import GoldenQuery
 from router.contract import QueryResponse
 
-__all__ = ["PATHS", "QueryOutcome", "failure_row", "query_outcome", "ranked_keys"]
+__all__ = [
+    "CONTEXT_FIELDS",
+    "PATHS",
+    "QueryOutcome",
+    "failure_row",
+    "query_outcome",
+    "ranked_keys",
+    "request_context",
+]
 
 RANKED_IN_JSON = 10  # result keys kept per query in the JSON report (enough to audit top-10)
 TOP_SHOWN = 3  # results named per query for people ("section (vversion)")
+CONTEXT_FIELDS = ("tenant", "page", "tab", "focus", "date")
+"""The request context a golden query is asked in, kept in the report so that a failing query can
+be asked again as it was (the playground's golden-set view links to it)."""
 PATHS = ("cache", "exact", "bm25", "hybrid", "abstained")
 """How a query was served: a cache hit, an exact id/alias hit, the lexical stages alone, with the
 vector fallback, or not at all (abstention)."""
@@ -44,6 +55,7 @@ class QueryOutcome:
     passed: bool
     vector_ran: bool = False  # the vector fallback ran (whatever the query's path)
     scores: Mapping[str, float] = field(default_factory=dict)  # per-query ranx values
+    context: Mapping[str, str] = field(default_factory=dict)  # CONTEXT_FIELDS that were set
 
     @property
     def judged(self) -> bool:
@@ -69,6 +81,7 @@ class QueryOutcome:
             "top": list(self.top),
             "passed": self.passed,
             "scores": dict(self.scores),
+            "context": dict(self.context),
         }
 
 
@@ -118,7 +131,14 @@ def query_outcome(
         passed=passed,
         vector_ran=not cached and response.metadata.fallback_triggered,
         scores=dict(scores),
+        context=request_context(golden),
     )
+
+
+def request_context(golden: GoldenQuery) -> dict[str, str]:
+    """The query's tenant, page, tab, focus and date, those that are set (as strings)."""
+    values = ((name, getattr(golden.request, name)) for name in CONTEXT_FIELDS)
+    return {name: str(value) for name, value in values if value is not None}
 
 
 def _stage_ms(stages: Mapping[str, Any]) -> dict[str, float]:
@@ -167,4 +187,5 @@ def failure_row(outcome: QueryOutcome) -> dict[str, Any]:
         "intent_ok": outcome.intent_ok,
         "leaks": outcome.leaks,
         "path": outcome.path,
+        "context": dict(outcome.context),
     }

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from router.api.pages import PLAYGROUND_DIR
 from tests.pyodide.client import ROOT, run_wrangler
 
 WRANGLER_TOML = ROOT / "wrangler.toml"
@@ -83,6 +84,20 @@ def test_deploy_dry_run_bundles_the_worker(environment: str, tmp_path: Path) -> 
     if environment:
         resource = _config()["env"][environment]["r2_buckets"][0]["bucket_name"]
         assert resource in log
+    # The playground's files go up as static assets in every environment (their _headers too).
+    assets = [p for p in PLAYGROUND_DIR.iterdir() if p.is_file()]
+    assert f"Read {len(assets)} files from the assets directory {PLAYGROUND_DIR}" in log
+
+
+def test_the_worker_serves_the_playground_kr_serve_serves() -> None:
+    """One folder for both servers: ``[assets]`` names the folder ``kr serve`` serves; the
+    Worker runs first for no path, so /v1/* (no such file) reaches the app."""
+    assets = _config()["assets"]
+    assert (ROOT / assets["directory"]).resolve() == PLAYGROUND_DIR.resolve()
+    assert "run_worker_first" not in assets and "binding" not in assets
+    for name in ENVIRONMENTS:
+        assert "assets" not in _config()["env"][name]  # inherited, not redefined
+    assert not (PLAYGROUND_DIR / "v1").exists()
 
 
 def _tables_created_by_migrations() -> set[str]:

@@ -1,4 +1,5 @@
-"""``kr serve``: the HTTP API over the local service (uvicorn, in this process)."""
+"""``kr serve``: the HTTP API over the local service (uvicorn, in this process), and the
+playground at ``/`` (``router.api.pages``) with the last golden-set report at ``/eval``."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import os
 
 from kr.commands.options import reranker
 from kr.local import local_authenticator, local_service
+from kr.report import DEFAULT_REPORTS_DIR
 from router.api.cors import cors_policy_from
 from router.api.fair_share import CallerShares, share_config_from
+from router.api.pages import PLAYGROUND_DIR
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "local_shares", "run"]
+__all__ = ["DEFAULT_EVAL_REPORT", "DEFAULT_HOST", "DEFAULT_PORT", "local_shares", "run"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787  # wrangler dev's port: the same URL reaches the Worker or the local API
+DEFAULT_EVAL_REPORT = DEFAULT_REPORTS_DIR / "golden" / "metrics.json"  # what `kr eval` writes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         cors=cors_policy_from(origins),
         auth=local_authenticator(args.state, allow_anonymous=False if args.no_anonymous else None),
         shares=local_shares(args.caller_ms_per_s),
+        pages=PLAYGROUND_DIR,
+        eval_report=args.eval_report,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI, Request, Security
@@ -23,6 +24,7 @@ from router import __version__
 from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
 from router.api.fair_share import CallerShares, RateLimitedError
 from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
+from router.api.pages import add_page_routes
 from router.auth import AuthConfig, AuthenticationError, Authenticator, Principal, tenant_for
 from router.contract import ErrorResponse, QueryRequest, QueryResponse
 from router.deferral import Defer
@@ -76,6 +78,8 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     shares: CallerShares | SharesFactory | None = None,
     client_ip_header: str | None = None,
+    pages: Path | None = None,
+    eval_report: Path | None = None,
 ) -> FastAPI:
     """Build the app; ``service`` and ``auth`` are ready objects or factories of the request.
 
@@ -89,6 +93,9 @@ def create_app(
     Worker reads it from ``env``); an anonymous caller is known by its
     address: ``client_ip_header`` where a proxy the caller cannot bypass sets one
     (``cf-connecting-ip``), else the connection's peer.
+    ``pages`` is the playground's folder (``router.api.pages.PLAYGROUND_DIR``) for a server that
+    serves it (``kr serve``; the Worker's static assets serve it before the app), and
+    ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``.
     """
     app = FastAPI(title="Knowledge Router", version=__version__)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
@@ -116,6 +123,12 @@ def create_app(
 
     _add_error_handlers(app)
     _add_routes(app, resolve, authenticator, defer, share_of, caller)
+    if pages is not None:
+
+        async def authenticate(request: Request) -> object:
+            return await authenticator(request).authenticate(request.headers.get("authorization"))
+
+        add_page_routes(app, pages, eval_report, authenticate)
     return app
 
 
