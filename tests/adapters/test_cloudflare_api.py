@@ -79,6 +79,7 @@ INDEX = "kr-sections"
 
 _ROUTES = [
     ("r2", re.compile(r"^/accounts/([^/]+)/r2/buckets/([^/]+)/objects/(.+)$")),
+    ("r2_list", re.compile(r"^/accounts/([^/]+)/r2/buckets/([^/]+)/(objects)$")),
     ("kv", re.compile(r"^/accounts/([^/]+)/storage/kv/namespaces/([^/]+)/values/([^/]+)$")),
     ("d1", re.compile(r"^/accounts/([^/]+)/d1/database/([^/]+)/(query)$")),
     ("vectorize", re.compile(r"^/accounts/([^/]+)/vectorize/v2/indexes/([^/]+)/?([a-z_]*)$")),
@@ -167,6 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle("POST")
 
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
     def _handle(self, method: str) -> None:
         state = self.state
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -211,6 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, 10006, "The specified bucket does not exist.")
             return False
         with state.lock:
+            if method == "DELETE":
+                state.objects.pop(key, None)
+                state.log.append(("DELETE", "r2", key))
+                self._send(200, _envelope({}))
+                return True
             if method == "PUT":
                 state.objects[key] = body + b"!" if key in state.corrupt else body
                 state.corrupt.discard(key)
@@ -224,6 +233,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, 10007, "The specified key does not exist.")
             return False
         self._send(200, blob, "application/octet-stream")
+        return True
+
+    def _r2_list(self, method: str, bucket: str, rest: str, body: bytes, query: Any) -> bool:
+        """``GET …/objects?prefix=&per_page=&cursor=``: keys in order, pages by cursor."""
+        state = self.state
+        if bucket != BUCKET or method != "GET":
+            self._error(404, 10006, "The specified bucket does not exist.")
+            return False
+        prefix = query.get("prefix", [""])[0]
+        per_page = int(query.get("per_page", ["1000"])[0])
+        start = int(query.get("cursor", ["0"])[0])
+        with state.lock:
+            keys = sorted(k for k in state.objects if k.startswith(prefix))
+            page = [
+                {"key": k, "size": len(state.objects[k])} for k in keys[start : start + per_page]
+            ]
+            state.log.append(("LIST", "r2", prefix))
+        more = start + per_page < len(keys)
+        info = {"cursor": str(start + per_page) if more else "", "is_truncated": more}
+        body_out = json.loads(_envelope(page))
+        body_out["result_info"] = info
+        self._send(200, json.dumps(body_out).encode())
         return True
 
     def _kv(self, method: str, namespace: str, key: str, body: bytes, query: Any) -> bool:
@@ -325,6 +356,15 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)) or 1.0)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up (concurrent presence checks after the first error) is not an
+    error of the fake: nothing is printed for a closed connection."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @dataclass
 class FakeServer:
     state: FakeCloudflare
@@ -339,7 +379,7 @@ class FakeServer:
 def fake() -> Iterator[FakeServer]:
     state = FakeCloudflare()
     handler = type("Handler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
@@ -863,7 +903,7 @@ def test_cli_errors_are_one_line_without_traceback(
     monkeypatch.setenv("CLOUDFLARE_API_TOKEN", "not-the-token")
     assert main(["publish", *state, "--api-base", fake.base_url]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error [publish_failed]: publishing kv-") and "HTTP 403" in err
+    assert err.startswith("error [publish_failed]: publishing kv-") and "HTTP 403" in err, err
     assert "Traceback" not in err and "not-the-token" not in err
 
 
