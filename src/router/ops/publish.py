@@ -65,6 +65,7 @@ __all__ = [
     "package_catalog",
     "plan_steps",
     "publish",
+    "publish_direct",
     "publish_package",
     "read_package",
     "stored_sizes",
@@ -410,14 +411,25 @@ async def publish_package(
 ) -> str:
     """Upload, verify, record and (optionally) activate a package in one go; returns its
     version. No journal: every step runs (each is idempotent), as ``kr build`` wants."""
+    report = await publish_direct(files, blobs, kv, relational, activate_now)
+    return report.version
+
+
+async def publish_direct(
+    files: Mapping[str, bytes],
+    blobs: BlobStore,
+    kv: KeyValueStore,
+    relational: RelationalStore | None = None,
+    activate_now: bool = True,
+) -> PublishReport:
+    """:func:`publish_package`, returning the whole report (what was uploaded and reused)."""
     target = PublishTarget(name="direct", blobs=blobs, kv=kv, relational=relational)
     try:
-        report = await publish(files, target, MemoryJournal(), activate_now=activate_now)
+        return await publish(files, target, MemoryJournal(), activate_now=activate_now)
     except PublishError as exc:
         if isinstance(exc.cause, PackageFormatError):
             raise exc.cause from exc
         raise
-    return report.version
 
 
 def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, Any]:
