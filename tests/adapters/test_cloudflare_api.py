@@ -332,6 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
                 state.log.append(("POST", "vectorize", str(len(lines))))
             self._send(200, _envelope({"mutationId": str(uuid.uuid4())}))
             return True
+        if operation == "delete_by_ids":
+            ids = json.loads(body)["ids"]
+            with state.lock:
+                for vector_id in ids:
+                    state.vectors.pop(vector_id, None)
+                state.log.append(("POST", "vectorize-delete", str(len(ids))))
+            self._send(200, _envelope({"mutationId": str(uuid.uuid4())}))
+            return True
         if operation == "query":
             request = json.loads(body)
             with state.lock:
@@ -967,3 +975,76 @@ def test_cli_publish_local_writes_wranglers_state(
 
     assert main(["publish", "--local", "--persist-to", str(persist), *state]) == 0
     assert "nothing to do" in capsys.readouterr().out  # journaled: not one wrangler call
+
+
+# ----------------------------------------------------------------------------- delta and gc
+
+
+@pytest.fixture(scope="module")
+def embedded_edit(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    """The sample knowledge with one tenant document edited (hash vectors)."""
+    folder = tmp_path_factory.mktemp("kb-edit")
+    shutil.copytree(KNOWLEDGE, folder, dirs_exist_ok=True)
+    tenant_doc = next(
+        p for p in sorted(folder.rglob("*.md")) if "tenant: construtora" in p.read_text()
+    )
+    tenant_doc.write_text(tenant_doc.read_text() + "\nUma linha nova sobre andaimes.\n")
+    return build_knowledge(folder, encoder=HashEmbedder())
+
+
+def test_delta_publish_and_gc_through_the_api(
+    fake: FakeServer, embedded: BuildResult, embedded_edit: BuildResult, tmp_path: Path
+) -> None:
+    """The second version sends only what R2 lacks (presence by a one-key listing, no GET of
+    a body); ``kr gc --keep 0`` with a third version drops the first one's files, rows and
+    vectors, and the two kept versions stay whole."""
+    from router.ops.gc import collect, plan_gc
+    from router.package.content_names import is_lazy
+
+    journal = FileJournal(tmp_path / "journal")
+    first, second = embedded.package.files(), embedded_edit.package.files()
+    _run(_publish(fake, first, journal))
+    mark = len(fake.state.log)
+    report = _run(_publish(fake, second, journal))
+    v1, v2 = embedded.package.knowledge_version, report.version
+    puts = [k for m, s, k in fake.state.log[mark:] if (m, s) == ("PUT", "r2")]
+    expected = {n for n in second if not is_lazy(n) or n not in first}
+    assert sorted(puts) == sorted(package_key(v2, n) for n in expected)
+    assert report.blobs_uploaded == len(expected) and report.blobs_reused == len(second) - len(
+        expected
+    )
+    assert report.blobs_reused > report.blobs_uploaded
+    assert all(fake.state.objects[package_key(v2, n)] == b for n, b in second.items())
+
+    third_build = build_knowledge(KNOWLEDGE)  # without vectors: a third version id
+    third = third_build.package.files()
+    _run(_publish(fake, third, journal))
+    v3 = third_build.package.knowledge_version
+
+    async def gc() -> Any:
+        async with CloudflareAPI(ACCOUNT, TOKEN, fake.base_url, retry=FAST) as api:
+            blobs = R2ObjectStore(api, BUCKET)
+            rows = D1RelationalStore(D1Database(api, DATABASE))
+            vectors = VectorizeIndex(api, INDEX, 0)
+            kv = KVNamespaceStore(api, KV_NAMESPACE)
+            plan = await plan_gc(blobs, kv, rows, 0, with_vectors=True)
+            forgotten: list[str] = []
+
+            async def forget(version: str) -> None:
+                forgotten.append(version)
+                await journal.discard(f"cloudflare:{ACCOUNT}:test", version)
+
+            await collect(plan, blobs, rows, vectors, forget)
+            return plan, forgotten
+
+    plan, forgotten = _run(gc())
+    assert (plan.kept, plan.dropped, forgotten) == ([v3, v2], [v1], [v1])
+    assert fake.state.count("documents", v1) == 0 and fake.state.count("documents", v2) > 0
+    assert not [k for k in fake.state.vectors if k.startswith(f"{v1}:")]
+    assert [k for k in fake.state.vectors if k.startswith(f"{v2}:")]
+    for version, files in ((v2, second), (v3, third)):
+        for name, blob in files.items():
+            assert fake.state.objects[package_key(version, name)] == blob
+    assert not [k for k in fake.state.objects if k.startswith(f"packages/{v1}/")]
+    assert not _run(journal.done(f"cloudflare:{ACCOUNT}:test", v1))
+    assert _run(journal.done(f"cloudflare:{ACCOUNT}:test", v2))
