@@ -27,7 +27,7 @@ from router.ops.publish import (
     PublishTarget,
     StepCallback,
     publish,
-    publish_package,
+    publish_direct,
     read_package,
 )
 from router.ports import (
@@ -91,9 +91,11 @@ async def activate_gated(
     Raises ``QualityGateError`` if blocked (the blobs stay, inactive: see the module doc).
     """
     candidate = read_package(files)
-    version = await publish_package(
+    staged = await publish_direct(
         files, state.blobs, state.kv, state.relational, activate_now=False
     )
+    version = staged.version
+    print(f"{staged.blob_summary()} in {state.root}")
     decision = await gate_or_force(candidate, state.kv, state.blobs, force=force, settings=settings)
     if decision.report is not None:
         print(decision.report.render())
@@ -140,6 +142,8 @@ async def gated_publish(
 
     report = await publish(files, target, journal, activate_now=True, on_step=on_final_step)
     report.ran = [*staged.ran, *report.ran]
+    report.blobs_uploaded, report.bytes_uploaded = staged.blobs_uploaded, staged.bytes_uploaded
+    report.blobs_reused, report.bytes_reused = staged.blobs_reused, staged.bytes_reused
     report.skipped = [s for s in staged.skipped if s not in report.ran]
     if report.activated:
         reason = f"{decision.reason} (target {target.name})"

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 from kr.beir_eval import DEFAULT_SPLIT, DEFAULT_VARIANT, LANGUAGES, VARIANTS
 from kr.cloudflare import ENVIRONMENTS
-from kr.commands import build, gate, keys, publish, query, rollback, serve
+from kr.commands import build, gate, gc, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
 from kr.local import DEFAULT_EMBEDDER
@@ -50,6 +50,7 @@ COMMANDS: dict[str, Command] = {
     "publish": publish.run,
     "gate": gate.run,
     "rollback": rollback.run,
+    "gc": gc.run,
     "keys": keys.run,
 }
 """The async commands; ``kr serve`` runs its own event loop (uvicorn's)."""
@@ -61,7 +62,7 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kr", description="Knowledge Router (local default)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_build, _query, _serve, _publish, _eval, _gate, _rollback, _keys):
+    for add in (_build, _query, _serve, _publish, _eval, _gate, _rollback, _gc, _keys):
         add(sub)
     return parser
 
@@ -311,6 +312,31 @@ def _rollback(sub: Subparsers) -> None:
         "--env", choices=ENVIRONMENTS, help="roll back on Cloudflare (wrangler [env.NAME])"
     )
     p.add_argument("--api-base", help="Cloudflare API base URL (implies a remote rollback)")
+    p.add_argument("--config", type=Path, help="wrangler.toml (default: ./wrangler.toml)")
+
+
+def _gc(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "gc",
+        help="delete old versions and the shared files no kept version references",
+        description="Keep the active version, the previous one (the rollback target) and the "
+        "N most recently published others; delete the rest: their files, their D1 rows (and "
+        "Vectorize records on Cloudflare), and the shared content-named files no kept version "
+        "names. Do not run it while a publish to the same place is under way.",
+    )
+    p.add_argument(
+        "--keep",
+        type=int,
+        required=True,
+        metavar="N",
+        help="versions kept besides the active and previous ones",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
+    _state_arg(p)
+    p.add_argument(
+        "--env", choices=ENVIRONMENTS, help="collect on Cloudflare (wrangler [env.NAME])"
+    )
+    p.add_argument("--api-base", help="Cloudflare API base URL (implies Cloudflare)")
     p.add_argument("--config", type=Path, help="wrangler.toml (default: ./wrangler.toml)")
 
 

@@ -15,6 +15,8 @@ __all__ = [
     "PREVIOUS_VERSION_KEY",
     "Allocate",
     "Blob",
+    "BlobListing",
+    "BlobPresence",
     "BlobStore",
     "BlobStoreInto",
     "Clock",
@@ -31,6 +33,7 @@ __all__ = [
     "VectorIndex",
     "VectorMatch",
     "VectorRecord",
+    "VersionRows",
 ]
 
 ACTIVE_VERSION_KEY = "knowledge:active-version"
@@ -71,6 +74,34 @@ class BlobStoreInto(Protocol):
         ...
 
 
+@runtime_checkable
+class BlobPresence(Protocol):
+    """A blob store that can tell whether it holds an object without sending its bytes (R2:
+    ``head``; the REST API: a one-key listing; a folder: ``stat``).
+
+    Why the size and not a bool: a delta publish skips a content-named file the store already
+    holds (docs/adr/0017); the size also catches a truncated object. A store without this port
+    is asked with ``get`` instead (correct, only slower)."""
+
+    async def size(self, key: str) -> int | None:
+        """The stored object's size in bytes, or None when there is no such object."""
+        ...
+
+
+@runtime_checkable
+class BlobListing(Protocol):
+    """A blob store whose keys can be listed and deleted: what ``kr gc`` needs to find and
+    remove the files no kept version references."""
+
+    async def list_keys(self, prefix: str) -> list[str]:
+        """Every key that starts with ``prefix``, sorted."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Remove one object (no error when it is already gone)."""
+        ...
+
+
 class Clock(Protocol):
     """Today's date and a monotonic timer, injected so tests control time."""
 
@@ -85,6 +116,18 @@ class RelationalStore(Protocol):
     async def record_version(
         self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
     ) -> None: ...
+
+
+@runtime_checkable
+class VersionRows(Protocol):
+    """D1's ``knowledge_versions`` as ``kr gc`` sees it: which versions have rows, newest
+    first, and removing one version's rows (every catalog table, then the version row)."""
+
+    async def versions(self) -> list[str]:
+        """Versions with rows, the most recently published first."""
+        ...
+
+    async def drop_version(self, version: str) -> None: ...
 
 
 class RecordRows(Protocol):

@@ -23,7 +23,9 @@ from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
+from router.package.content_names import is_lazy
 from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fetch_package_files
+from router.package.layout import legacy_key, package_key
 from router.package.manifest import MANIFEST_NAME, Manifest, check_version_id
 from router.package.partitions import SHARED_PARTITION
 from router.package.reader import KnowledgePackage, load_package
@@ -71,16 +73,19 @@ VectorStageFactory = Callable[[Manifest], tuple[Embedder | None, VectorIndex | N
 vector stage for that package."""
 
 
-def package_key(version: str, name: str) -> str:
-    """Blob key of one package artifact (R2 layout: ``packages/<version>/<name>``)."""
-    return f"packages/{version}/{name}"
-
-
 def package_getter(blobs: BlobStore, version: str) -> ArtifactGetter:
-    """Reads one file of ``version`` from ``blobs`` (None when it is not there)."""
+    """Reads one file of ``version`` from ``blobs`` (None when it is not there).
+
+    The key is :func:`router.package.layout.package_key`'s. A content-named file missing at its
+    shared key is looked for once more under the version's folder, where packages published
+    before shared objects keep it (docs/adr/0017): one extra read on a miss only, so a rollback
+    to such a version still works; a present file costs one read as before."""
 
     async def get(name: str) -> bytes | None:
-        return await blobs.get(package_key(version, name))
+        found = await blobs.get(package_key(version, name))
+        if found is None and is_lazy(name):
+            return await blobs.get(legacy_key(version, name))
+        return found
 
     return get
 
@@ -93,6 +98,8 @@ def _into_getter(blobs: BlobStore, version: str, where: str) -> ChunkIntoFetcher
 
     async def get_into(name: str, allocate: Allocate) -> Blob:
         found = await blobs.get_into(package_key(version, name), allocate)
+        if found is None and is_lazy(name):  # a package of the per-version layout
+            found = await blobs.get_into(legacy_key(version, name), allocate)
         if found is None:
             raise PackageFormatError(f"{where} has no {name} (partial upload?)")
         return found

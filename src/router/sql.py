@@ -20,8 +20,10 @@ __all__ = [
     "QUERY_LOG_FREQUENT",
     "QUERY_LOG_PRUNE",
     "QUERY_LOG_RECORD",
+    "VERSIONS_NEWEST_FIRST",
     "Statement",
     "chunked",
+    "drop_version_statements",
     "version_statements",
 ]
 
@@ -54,6 +56,24 @@ QUERY_LOG_PRUNE = "DELETE FROM query_log WHERE hour < ?"
 """Forget the hours before one (parameter: first hour kept)."""
 
 
+VERSIONS_NEWEST_FIRST = (
+    "SELECT version FROM knowledge_versions ORDER BY published_at DESC, rowid DESC"
+)
+"""Versions with rows, the most recently published first (``kr gc``'s notion of recent):
+``published_at`` has whole seconds, so ties go to the later insert (a republish inserts anew)."""
+
+
+def drop_version_statements(version: str) -> list[Statement]:
+    """Statements that remove every row of ``version`` (children first, as
+    :func:`version_statements` does, so it does not depend on foreign-key enforcement)."""
+    statements: list[Statement] = [
+        (f"DELETE FROM knowledge_{table} WHERE version = ?", [version])
+        for table in reversed(CATALOG_TABLES)
+    ]
+    statements.append(("DELETE FROM knowledge_versions WHERE version = ?", [version]))
+    return statements
+
+
 def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     """``items`` in consecutive slices of at most ``size`` (none for an empty sequence)."""
     if size < 1:
@@ -75,11 +95,7 @@ def version_statements(
     multi-row ``INSERT``s of at most ``max_parameters`` bound values each.
     """
     format_version = Manifest.from_bytes(manifest).format_version
-    statements: list[Statement] = [
-        (f"DELETE FROM knowledge_{table} WHERE version = ?", [version])
-        for table in reversed(CATALOG_TABLES)
-    ]
-    statements.append(("DELETE FROM knowledge_versions WHERE version = ?", [version]))
+    statements = drop_version_statements(version)
     statements.append(
         (
             "INSERT INTO knowledge_versions (version, format_version, manifest) VALUES (?, ?, ?)",

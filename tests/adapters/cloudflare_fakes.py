@@ -83,6 +83,21 @@ class FakeR2:
         data = self.objects.get(key)
         return None if data is None else FakeR2Object(key, data)
 
+    async def head(self, key: str) -> FakeR2Object | None:
+        data = self.objects.get(key)
+        return None if data is None else FakeR2Object(key, data)
+
+    async def list(self, options: dict[str, Any]) -> SimpleNamespace:
+        """One page of two keys at most (so the adapter's paging is exercised)."""
+        keys = sorted(k for k in self.objects if k.startswith(options.get("prefix", "")))
+        start = int(options.get("cursor") or 0)
+        page = [SimpleNamespace(key=k) for k in keys[start : start + 2]]
+        more = start + 2 < len(keys)
+        return SimpleNamespace(objects=page, truncated=more, cursor=str(start + 2) if more else "")
+
+    async def delete(self, key: str) -> None:
+        self.objects.pop(key, None)
+
     async def put(self, key: str, value: Any) -> FakeR2Object:
         if not isinstance(value, bytes | bytearray | memoryview):
             raise JsError(f"R2 put: unsupported body type {type(value).__name__}")

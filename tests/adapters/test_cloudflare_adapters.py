@@ -71,6 +71,8 @@ from router.package.reader import load_package
 from router.pipeline import run_query
 from router.ports import (
     ACTIVE_VERSION_KEY,
+    BlobListing,
+    BlobPresence,
     BlobStore,
     KeyValueStore,
     LoggedQuery,
@@ -247,6 +249,24 @@ def test_blob_round_trips_bytes_exactly(blob_store: BlobStore, data: bytes) -> N
     run(blob_store.put("packages/kv-x/postings.bin", b"old"))
     run(blob_store.put("packages/kv-x/postings.bin", data))
     assert run(blob_store.get("packages/kv-x/postings.bin")) == data
+
+
+def test_blob_presence_listing_and_deletion(blob_store: BlobStore) -> None:
+    """The optional ports of delta publish and ``kr gc``, the same on both stores: sizes
+    without bodies, sorted listings by prefix (over pages), idempotent deletes."""
+    assert isinstance(blob_store, BlobPresence) and isinstance(blob_store, BlobListing)
+    keys = ["packages/_objects/shared.s-0123456789abcdef.bin", "packages/kv-a/manifest.json"]
+    keys += ["packages/kv-a/shared.partition.bin", "packages/kv-b/manifest.json"]
+    for number, key in enumerate(keys):
+        run(blob_store.put(key, b"x" * number))
+    assert run(blob_store.size(keys[2])) == 2 and run(blob_store.size("packages/none")) is None
+    assert run(blob_store.size(keys[0])) == 0  # an empty object is present
+    assert run(blob_store.list_keys("packages/")) == keys
+    assert run(blob_store.list_keys("packages/kv-a/")) == keys[1:3]
+    assert run(blob_store.list_keys("packages/kv-")) == keys[1:]
+    run(blob_store.delete(keys[1]))
+    run(blob_store.delete(keys[1]))  # already gone: no error
+    assert run(blob_store.list_keys("packages/")) == [keys[0], *keys[2:]]
 
 
 def test_r2_failure_is_a_binding_error() -> None:

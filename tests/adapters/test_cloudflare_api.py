@@ -79,6 +79,7 @@ INDEX = "kr-sections"
 
 _ROUTES = [
     ("r2", re.compile(r"^/accounts/([^/]+)/r2/buckets/([^/]+)/objects/(.+)$")),
+    ("r2_list", re.compile(r"^/accounts/([^/]+)/r2/buckets/([^/]+)/(objects)$")),
     ("kv", re.compile(r"^/accounts/([^/]+)/storage/kv/namespaces/([^/]+)/values/([^/]+)$")),
     ("d1", re.compile(r"^/accounts/([^/]+)/d1/database/([^/]+)/(query)$")),
     ("vectorize", re.compile(r"^/accounts/([^/]+)/vectorize/v2/indexes/([^/]+)/?([a-z_]*)$")),
@@ -167,6 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle("POST")
 
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
     def _handle(self, method: str) -> None:
         state = self.state
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -211,6 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, 10006, "The specified bucket does not exist.")
             return False
         with state.lock:
+            if method == "DELETE":
+                state.objects.pop(key, None)
+                state.log.append(("DELETE", "r2", key))
+                self._send(200, _envelope({}))
+                return True
             if method == "PUT":
                 state.objects[key] = body + b"!" if key in state.corrupt else body
                 state.corrupt.discard(key)
@@ -224,6 +233,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, 10007, "The specified key does not exist.")
             return False
         self._send(200, blob, "application/octet-stream")
+        return True
+
+    def _r2_list(self, method: str, bucket: str, rest: str, body: bytes, query: Any) -> bool:
+        """``GET …/objects?prefix=&per_page=&cursor=``: keys in order, pages by cursor."""
+        state = self.state
+        if bucket != BUCKET or method != "GET":
+            self._error(404, 10006, "The specified bucket does not exist.")
+            return False
+        prefix = query.get("prefix", [""])[0]
+        per_page = int(query.get("per_page", ["1000"])[0])
+        start = int(query.get("cursor", ["0"])[0])
+        with state.lock:
+            keys = sorted(k for k in state.objects if k.startswith(prefix))
+            page = [
+                {"key": k, "size": len(state.objects[k])} for k in keys[start : start + per_page]
+            ]
+            state.log.append(("LIST", "r2", prefix))
+        more = start + per_page < len(keys)
+        info = {"cursor": str(start + per_page) if more else "", "is_truncated": more}
+        body_out = json.loads(_envelope(page))
+        body_out["result_info"] = info
+        self._send(200, json.dumps(body_out).encode())
         return True
 
     def _kv(self, method: str, namespace: str, key: str, body: bytes, query: Any) -> bool:
@@ -301,6 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
                 state.log.append(("POST", "vectorize", str(len(lines))))
             self._send(200, _envelope({"mutationId": str(uuid.uuid4())}))
             return True
+        if operation == "delete_by_ids":
+            ids = json.loads(body)["ids"]
+            with state.lock:
+                for vector_id in ids:
+                    state.vectors.pop(vector_id, None)
+                state.log.append(("POST", "vectorize-delete", str(len(ids))))
+            self._send(200, _envelope({"mutationId": str(uuid.uuid4())}))
+            return True
         if operation == "query":
             request = json.loads(body)
             with state.lock:
@@ -325,6 +364,15 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)) or 1.0)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up (concurrent presence checks after the first error) is not an
+    error of the fake: nothing is printed for a closed connection."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @dataclass
 class FakeServer:
     state: FakeCloudflare
@@ -339,7 +387,7 @@ class FakeServer:
 def fake() -> Iterator[FakeServer]:
     state = FakeCloudflare()
     handler = type("Handler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
@@ -863,7 +911,7 @@ def test_cli_errors_are_one_line_without_traceback(
     monkeypatch.setenv("CLOUDFLARE_API_TOKEN", "not-the-token")
     assert main(["publish", *state, "--api-base", fake.base_url]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error [publish_failed]: publishing kv-") and "HTTP 403" in err
+    assert err.startswith("error [publish_failed]: publishing kv-") and "HTTP 403" in err, err
     assert "Traceback" not in err and "not-the-token" not in err
 
 
@@ -927,3 +975,76 @@ def test_cli_publish_local_writes_wranglers_state(
 
     assert main(["publish", "--local", "--persist-to", str(persist), *state]) == 0
     assert "nothing to do" in capsys.readouterr().out  # journaled: not one wrangler call
+
+
+# ----------------------------------------------------------------------------- delta and gc
+
+
+@pytest.fixture(scope="module")
+def embedded_edit(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    """The sample knowledge with one tenant document edited (hash vectors)."""
+    folder = tmp_path_factory.mktemp("kb-edit")
+    shutil.copytree(KNOWLEDGE, folder, dirs_exist_ok=True)
+    tenant_doc = next(
+        p for p in sorted(folder.rglob("*.md")) if "tenant: construtora" in p.read_text()
+    )
+    tenant_doc.write_text(tenant_doc.read_text() + "\nUma linha nova sobre andaimes.\n")
+    return build_knowledge(folder, encoder=HashEmbedder())
+
+
+def test_delta_publish_and_gc_through_the_api(
+    fake: FakeServer, embedded: BuildResult, embedded_edit: BuildResult, tmp_path: Path
+) -> None:
+    """The second version sends only what R2 lacks (presence by a one-key listing, no GET of
+    a body); ``kr gc --keep 0`` with a third version drops the first one's files, rows and
+    vectors, and the two kept versions stay whole."""
+    from router.ops.gc import collect, plan_gc
+    from router.package.content_names import is_lazy
+
+    journal = FileJournal(tmp_path / "journal")
+    first, second = embedded.package.files(), embedded_edit.package.files()
+    _run(_publish(fake, first, journal))
+    mark = len(fake.state.log)
+    report = _run(_publish(fake, second, journal))
+    v1, v2 = embedded.package.knowledge_version, report.version
+    puts = [k for m, s, k in fake.state.log[mark:] if (m, s) == ("PUT", "r2")]
+    expected = {n for n in second if not is_lazy(n) or n not in first}
+    assert sorted(puts) == sorted(package_key(v2, n) for n in expected)
+    assert report.blobs_uploaded == len(expected) and report.blobs_reused == len(second) - len(
+        expected
+    )
+    assert report.blobs_reused > report.blobs_uploaded
+    assert all(fake.state.objects[package_key(v2, n)] == b for n, b in second.items())
+
+    third_build = build_knowledge(KNOWLEDGE)  # without vectors: a third version id
+    third = third_build.package.files()
+    _run(_publish(fake, third, journal))
+    v3 = third_build.package.knowledge_version
+
+    async def gc() -> Any:
+        async with CloudflareAPI(ACCOUNT, TOKEN, fake.base_url, retry=FAST) as api:
+            blobs = R2ObjectStore(api, BUCKET)
+            rows = D1RelationalStore(D1Database(api, DATABASE))
+            vectors = VectorizeIndex(api, INDEX, 0)
+            kv = KVNamespaceStore(api, KV_NAMESPACE)
+            plan = await plan_gc(blobs, kv, rows, 0, with_vectors=True)
+            forgotten: list[str] = []
+
+            async def forget(version: str) -> None:
+                forgotten.append(version)
+                await journal.discard(f"cloudflare:{ACCOUNT}:test", version)
+
+            await collect(plan, blobs, rows, vectors, forget)
+            return plan, forgotten
+
+    plan, forgotten = _run(gc())
+    assert (plan.kept, plan.dropped, forgotten) == ([v3, v2], [v1], [v1])
+    assert fake.state.count("documents", v1) == 0 and fake.state.count("documents", v2) > 0
+    assert not [k for k in fake.state.vectors if k.startswith(f"{v1}:")]
+    assert [k for k in fake.state.vectors if k.startswith(f"{v2}:")]
+    for version, files in ((v2, second), (v3, third)):
+        for name, blob in files.items():
+            assert fake.state.objects[package_key(version, name)] == blob
+    assert not [k for k in fake.state.objects if k.startswith(f"packages/{v1}/")]
+    assert not _run(journal.done(f"cloudflare:{ACCOUNT}:test", v1))
+    assert _run(journal.done(f"cloudflare:{ACCOUNT}:test", v2))

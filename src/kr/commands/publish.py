@@ -163,6 +163,8 @@ async def _check_vector_index(target: PublishTarget) -> None:
 
 def _print_outcome(report: PublishReport, where: str) -> None:
     version = report.version
+    if report.blobs_uploaded or report.blobs_reused:
+        print(report.blob_summary())
     if report.nothing_to_do:
         state = "active" if ACTIVATE_STEP in report.steps else "published"
         print(f"knowledge version {version} was already {state} on {where}: nothing to do")

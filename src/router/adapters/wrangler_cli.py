@@ -138,7 +138,11 @@ class Wrangler:
 
 
 class WranglerR2Store:
-    """A bucket of the local R2 state (:class:`~router.ports.BlobStore`)."""
+    """A bucket of the local R2 state (:class:`~router.ports.BlobStore`).
+
+    :meth:`size` is a ``get`` (wrangler has no ``head`` command), so a delta publish into the
+    local state still skips the upload of a file it already holds, not its read. There is no
+    listing (``wrangler r2 object`` has none), so ``kr gc`` does not reach wrangler's state."""
 
     def __init__(self, wrangler: Wrangler, bucket: str) -> None:
         self.wrangler = wrangler
@@ -162,6 +166,10 @@ class WranglerR2Store:
                 return None
             raise self.wrangler.error(args, what, code, err)
         return out
+
+    async def size(self, key: str) -> int | None:
+        found = await self.get(key)
+        return None if found is None else len(found)
 
 
 class WranglerKVStore:

@@ -12,6 +12,16 @@ is a fixed sequence of named steps (:func:`plan_steps`); each finished step is r
 publish resumes at the first unfinished step, and re-running a finished one does nothing. Every
 step is idempotent on its own (a blob PUT, a vector upsert by id, the version's D1 rows deleted
 and re-inserted), so a step cut short and run again is harmless too. Sans-I/O: ports only.
+
+Why a delta (docs/adr/0017): a content-named file lives at a key shared by every version
+(``router.package.layout``), so one the target already holds — same name, same bytes, same
+size — is not uploaded again; a new version of a large package sends its changed chunks and
+its resident files only. Presence is asked before the blob steps, concurrently
+(:class:`~router.ports.BlobPresence`, else ``get``). The verify step reads back every blob
+uploaded (in this run or an earlier, interrupted one) and checks that every reused one is
+still there with its size; a reused blob's bytes are checked on every read anyway, against its
+name. The journal remembers which blobs were reused (``reused:<name>``) and which failed
+verification (``rewrite:<name>``: uploaded on the next run without asking whether present).
 """
 
 from __future__ import annotations
@@ -23,10 +33,14 @@ from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
+from router.package.content_names import is_lazy
+from router.package.fetch import FETCH_BATCH
+from router.package.layout import package_key
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.package.records import records_in_files
 from router.ports import (
+    BlobPresence,
     BlobStore,
     KeyValueStore,
     PublishJournal,
@@ -34,7 +48,7 @@ from router.ports import (
     VectorIndex,
     VectorRecord,
 )
-from router.service import package_key
+from router.sync import concurrently
 from router.vectors.records import section_records
 
 __all__ = [
@@ -51,8 +65,10 @@ __all__ = [
     "package_catalog",
     "plan_steps",
     "publish",
+    "publish_direct",
     "publish_package",
     "read_package",
+    "stored_sizes",
     "vector_step",
 ]
 
@@ -72,6 +88,16 @@ def blob_step(name: str) -> str:
 
 def vector_step(batch: int) -> str:
     return f"vectors:{batch}"
+
+
+def _reused_mark(name: str) -> str:
+    """Journal entry (not a step): the blob of ``name`` was found present, not uploaded."""
+    return f"reused:{name}"
+
+
+def _rewrite_mark(name: str) -> str:
+    """Journal entry (not a step): the stored ``name`` failed verification; upload it."""
+    return f"rewrite:{name}"
 
 
 class PublishError(RouterError):
@@ -126,10 +152,28 @@ class PublishReport:
     previous_version: str | None = None
     vectors_upserted: int = 0
     vectors_skipped: int = 0  # the package has vectors but the target has no vector index
+    blobs_uploaded: int = 0  # in this run
+    bytes_uploaded: int = 0
+    blobs_reused: int = 0  # content-named files the target already held: not sent
+    bytes_reused: int = 0
+
+    def blob_summary(self) -> str:
+        """``blobs: 12 uploaded (340.1 KiB), 3,410 already there (51.2 MiB)`` (this run)."""
+        return (
+            f"blobs: {self.blobs_uploaded:,} uploaded ({_size(self.bytes_uploaded)}), "
+            f"{self.blobs_reused:,} already there ({_size(self.bytes_reused)})"
+        )
 
     @property
     def nothing_to_do(self) -> bool:
         return not self.ran
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 class MemoryJournal:
@@ -212,6 +256,11 @@ async def publish(
         report.vectors_skipped = package.manifest.counts["sections"]
     records: list[VectorRecord] = []
     done = await journal.done(target.name, version)
+    try:
+        present = await _present(files, target, version, steps, done)
+    except RouterError as exc:  # reported as the first blob step still to run: it needs it
+        first = next((s for s in steps if s.startswith("blob:") and s not in done), steps[0])
+        raise PublishError(first, version, target.name, exc) from exc
     for step in steps:
         if step in done:
             report.skipped.append(step)
@@ -227,7 +276,7 @@ async def publish(
         if on_step:
             on_step(step, "start")
         try:
-            await _run_step(step, package, files, target, journal, report, records)
+            await _run_step(step, package, files, target, journal, report, records, present)
         except RouterError as exc:
             if isinstance(exc, PublishError):
                 raise
@@ -248,12 +297,21 @@ async def _run_step(
     journal: PublishJournal,
     report: PublishReport,
     records: list[VectorRecord],
+    present: set[str],
 ) -> None:
-    """One publish step; ``records`` is filled with the section vectors on first need."""
+    """One publish step; ``records`` is filled with the section vectors on first need;
+    ``present`` names the content-named files the target already holds."""
     version = package.version
     if step.startswith("blob:"):
         name = step.removeprefix("blob:")
-        await target.blobs.put(package_key(version, name), files[name])
+        if name in present:
+            await journal.record(target.name, version, _reused_mark(name))
+            report.blobs_reused += 1
+            report.bytes_reused += len(files[name])
+        else:
+            await target.blobs.put(package_key(version, name), files[name])
+            report.blobs_uploaded += 1
+            report.bytes_uploaded += len(files[name])
     elif step == VERIFY_STEP:
         await _verify(files, package.manifest, target, journal)
     elif step == ROWS_STEP:
@@ -272,19 +330,72 @@ async def _run_step(
         report.activated = True
 
 
+async def stored_sizes(blobs: BlobStore, keys: Sequence[str]) -> list[int | None]:
+    """The sizes of ``keys`` in ``blobs`` (None: absent), asked ``FETCH_BATCH`` at a time:
+    ``size`` where the store has it (:class:`~router.ports.BlobPresence`), else ``get``."""
+    presence = blobs if isinstance(blobs, BlobPresence) else None
+
+    async def size(key: str) -> int | None:
+        if presence is not None:
+            return await presence.size(key)
+        found = await blobs.get(key)
+        return None if found is None else len(found)
+
+    sizes: list[int | None] = []
+    for start in range(0, len(keys), FETCH_BATCH):
+        sizes += await concurrently([size(key) for key in keys[start : start + FETCH_BATCH]])
+    return sizes
+
+
+async def _present(
+    files: Mapping[str, bytes],
+    target: PublishTarget,
+    version: str,
+    steps: Sequence[str],
+    done: set[str],
+) -> set[str]:
+    """The content-named files whose blob step is still to run and that the target already
+    holds with their size — the delta. Resident files (manifest, bundles, vectors) are per
+    version: always uploaded. A file that failed verification is uploaded whatever is there."""
+    names = [
+        name
+        for name in files
+        if is_lazy(name)
+        and blob_step(name) in steps
+        and blob_step(name) not in done
+        and _rewrite_mark(name) not in done
+    ]
+    sizes = await stored_sizes(target.blobs, [package_key(version, name) for name in names])
+    return {name for name, size in zip(names, sizes, strict=True) if size == len(files[name])}
+
+
 async def _verify(
     files: Mapping[str, bytes], manifest: Manifest, target: PublishTarget, journal: PublishJournal
 ) -> None:
-    """Read every blob back: it must be byte-identical to the local file, which
-    :func:`read_package` has already checked against the manifest's sha256."""
+    """Read every uploaded blob back: it must be byte-identical to the local file, which
+    :func:`read_package` has already checked against the manifest's sha256. A blob reused
+    from an earlier version must be present with its size (its bytes are its name's: every
+    read checks them)."""
     version = manifest.knowledge_version
+    done = await journal.done(target.name, version)
+    reused = sorted(name for name in files if _reused_mark(name) in done)
+    uploaded = sorted(name for name in files if _reused_mark(name) not in done)
     bad: list[str] = []
-    for name in sorted(files):
-        stored = await target.blobs.get(package_key(version, name))
-        if stored != files[name]:
-            bad.append(name)
+    for start in range(0, len(uploaded), FETCH_BATCH):
+        batch = uploaded[start : start + FETCH_BATCH]
+        stored = await concurrently(
+            [target.blobs.get(package_key(version, name)) for name in batch]
+        )
+        bad += [name for name, blob in zip(batch, stored, strict=True) if blob != files[name]]
+    sizes = await stored_sizes(target.blobs, [package_key(version, name) for name in reused])
+    bad += [name for name, size in zip(reused, sizes, strict=True) if size != len(files[name])]
     if bad:
-        await journal.forget(target.name, version, [blob_step(name) for name in bad])
+        bad.sort()
+        forget = [blob_step(name) for name in bad] + [_reused_mark(name) for name in bad]
+        await journal.forget(target.name, version, forget)
+        for name in bad:
+            if is_lazy(name):
+                await journal.record(target.name, version, _rewrite_mark(name))
         raise IntegrityError(
             f"stored {', '.join(bad)} of {version} differ from the package (missing or "
             "corrupted upload); they will be uploaded again on the next run"
@@ -300,14 +411,25 @@ async def publish_package(
 ) -> str:
     """Upload, verify, record and (optionally) activate a package in one go; returns its
     version. No journal: every step runs (each is idempotent), as ``kr build`` wants."""
+    report = await publish_direct(files, blobs, kv, relational, activate_now)
+    return report.version
+
+
+async def publish_direct(
+    files: Mapping[str, bytes],
+    blobs: BlobStore,
+    kv: KeyValueStore,
+    relational: RelationalStore | None = None,
+    activate_now: bool = True,
+) -> PublishReport:
+    """:func:`publish_package`, returning the whole report (what was uploaded and reused)."""
     target = PublishTarget(name="direct", blobs=blobs, kv=kv, relational=relational)
     try:
-        report = await publish(files, target, MemoryJournal(), activate_now=activate_now)
+        return await publish(files, target, MemoryJournal(), activate_now=activate_now)
     except PublishError as exc:
         if isinstance(exc.cause, PackageFormatError):
             raise exc.cause from exc
         raise
-    return report.version
 
 
 def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, Any]:

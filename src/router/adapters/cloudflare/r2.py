@@ -20,7 +20,8 @@ __all__ = ["R2BlobStore"]
 
 class R2BlobStore:
     """``get`` → bytes or None (``await object.arrayBuffer()``); ``get_into`` → the same copied
-    into a buffer the reader gives; ``put`` bytes as a Uint8Array."""
+    into a buffer the reader gives; ``put`` bytes as a Uint8Array; ``size`` → ``head(key)``'s
+    size (no body); ``list_keys`` → ``list({prefix, cursor})`` pages; ``delete(key)``."""
 
     def __init__(self, binding: Any) -> None:
         self.binding = binding
@@ -55,3 +56,32 @@ class R2BlobStore:
             await self.binding.put(key, to_js(bytes(data)))
         except Exception as exc:
             raise BindingError(f"R2 put {key!r} failed: {exc}") from exc
+
+    async def size(self, key: str) -> int | None:
+        try:
+            found = await self.binding.head(key)
+            return None if is_null(found) else int(found.size)
+        except Exception as exc:
+            raise BindingError(f"R2 head {key!r} failed: {exc}") from exc
+
+    async def list_keys(self, prefix: str) -> list[str]:
+        keys: list[str] = []
+        cursor: str | None = None
+        try:
+            while True:
+                options: dict[str, Any] = {"prefix": prefix}
+                if cursor:
+                    options["cursor"] = cursor
+                page = await self.binding.list(to_js(options))
+                keys += [str(item.key) for item in page.objects]
+                cursor = str(page.cursor) if page.truncated else None
+                if not cursor:
+                    return sorted(keys)
+        except Exception as exc:
+            raise BindingError(f"R2 list {prefix!r} failed: {exc}") from exc
+
+    async def delete(self, key: str) -> None:
+        try:
+            await self.binding.delete(key)
+        except Exception as exc:
+            raise BindingError(f"R2 delete {key!r} failed: {exc}") from exc

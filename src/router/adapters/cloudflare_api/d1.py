@@ -24,7 +24,12 @@ from typing import Any
 from urllib.parse import quote
 
 from router.adapters.cloudflare_api.client import CloudflareAPI, CloudflareAPIError
-from router.sql import Statement, version_statements
+from router.sql import (
+    VERSIONS_NEWEST_FIRST,
+    Statement,
+    drop_version_statements,
+    version_statements,
+)
 
 __all__ = [
     "MAX_BATCH_BYTES",
@@ -163,3 +168,13 @@ class D1RelationalStore:
                 if not exc.retryable or attempt == attempts - 1:
                     raise
                 await self.db.api.sleep(policy.delay(attempt))
+
+    async def versions(self) -> list[str]:
+        """Versions with rows, newest first (:class:`~router.ports.VersionRows`, ``kr gc``)."""
+        rows = await self.db.query(VERSIONS_NEWEST_FIRST)
+        return [str(row["version"]) for row in rows]
+
+    async def drop_version(self, version: str) -> None:
+        """Every row of ``version`` in one batch (deletes only: repeating it is harmless)."""
+        items = [{"sql": sql, "params": params} for sql, params in drop_version_statements(version)]
+        await self.db.batch(items, f"D1 rows of {version} (drop)")

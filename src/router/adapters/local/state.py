@@ -25,6 +25,8 @@ from router.sql import (
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,
     QUERY_LOG_RECORD,
+    VERSIONS_NEWEST_FIRST,
+    drop_version_statements,
     version_statements,
 )
 
@@ -68,7 +70,9 @@ def migrations_dir() -> Path:
 
 class FolderBlobStore:
     """R2 stand-in: one file per key; writes go to a temp file then an atomic rename. A key
-    that would leave the folder, or a file that cannot be read, is a ``BindingError``."""
+    that would leave the folder, or a file that cannot be read, is a ``BindingError``. Also
+    :class:`~router.ports.BlobPresence` (``stat``) and :class:`~router.ports.BlobListing`
+    (a walk of the folder), for delta publishing and ``kr gc``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -93,6 +97,42 @@ class FolderBlobStore:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
+
+    async def size(self, key: str) -> int | None:
+        path = self._path(key)
+        try:
+            return path.stat().st_size if path.is_file() else None
+        except OSError as exc:
+            raise BindingError(f"local blob {key[:200]!r}: {exc.strerror or exc}") from exc
+
+    async def list_keys(self, prefix: str) -> list[str]:
+        """Keys under ``prefix`` (temp files of unfinished writes left out), sorted."""
+        folder, _, _ = prefix.rpartition("/")
+        start = self._path(folder) if folder else self.root.resolve()
+        if not start.is_dir():
+            return []
+        root = self.root.resolve()
+        keys = []
+        for dirpath, _, filenames in os.walk(start):
+            for filename in filenames:
+                if filename.startswith(".tmp-"):
+                    continue
+                key = (Path(dirpath) / filename).relative_to(root).as_posix()
+                if key.startswith(prefix):
+                    keys.append(key)
+        return sorted(keys)
+
+    async def delete(self, key: str) -> None:
+        """Remove the file, and its folder once empty (a dropped version leaves no folder)."""
+        path = self._path(key)
+        try:
+            path.unlink(missing_ok=True)
+            if path.parent != self.root.resolve() and not any(path.parent.iterdir()):
+                path.parent.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise BindingError(f"local blob {key[:200]!r}: {exc.strerror or exc}") from exc
 
 
 class SqliteKeyValueStore:
@@ -225,6 +265,16 @@ class SqliteRelationalStore:
         """Replace the version's rows in one transaction (so re-publishing is idempotent)."""
         with self._connect() as db:
             for sql, params in version_statements(version, manifest, rows):
+                db.execute(sql, params)
+
+    async def versions(self) -> list[str]:
+        """Versions with rows, newest first (:class:`~router.ports.VersionRows`)."""
+        with closing(self._connect()) as db:
+            return [str(row[0]) for row in db.execute(VERSIONS_NEWEST_FIRST)]
+
+    async def drop_version(self, version: str) -> None:
+        with closing(self._connect()) as db, db:
+            for sql, params in drop_version_statements(version):
                 db.execute(sql, params)
 
     def count(self, table: str, version: str) -> int:
