@@ -50,9 +50,10 @@ from router.adapters.cloudflare.jsconv import binding
 from router.adapters.cloudflare.r2 import R2BlobStore
 from router.package.bundle import decode_bundle
 from router.package.texts import decode_text_index
+from router.package.layout import package_key
 store = R2BlobStore(binding(env, "KNOWLEDGE_BUCKET"))
-prefix = "packages/" + VERSION + "/shared."
-bundle = decode_bundle(await store.get(prefix + "partition.bin"), "shared.partition.bin")
+bundle = decode_bundle(await store.get(package_key(VERSION, "shared.partition.bin")),
+                       "shared.partition.bin")
 index = decode_text_index(bundle["records.bin"], "records")
 db = binding(env, "KNOWLEDGE_DB")
 await run_batches(db, [(
@@ -60,7 +61,7 @@ await run_batches(db, [(
     " record TEXT NOT NULL, PRIMARY KEY (version, doc_index))", [])])
 rows = []
 for chunk, name in enumerate(index.chunk_names()):
-    blob = await store.get(prefix + name)
+    blob = await store.get(package_key(VERSION, "shared." + name))
     for doc in range(index.first[chunk], index.first[chunk + 1]):
         rows.append(("INSERT OR REPLACE INTO bench_records VALUES (?, ?, ?)",
                      [VERSION, doc, index.text(doc, blob)]))
@@ -75,15 +76,15 @@ from router.adapters.cloudflare.jsconv import binding, sql_params, to_py
 from router.adapters.cloudflare.r2 import R2BlobStore
 from router.package.content_names import verify_named
 from router.package.texts import decode_text_index
+from router.package.layout import package_key
 store = R2BlobStore(binding(env, "KNOWLEDGE_BUCKET"))
-prefix = "packages/" + VERSION + "/shared."
 index = decode_text_index(INDEX_BLOB, "records")
 out = {}
 if METHOD == "r2":
     started = time.perf_counter()
     chunks = sorted({index.chunk_of(d) for d in DOCS})
     names = [index.chunk_names()[c] for c in chunks]
-    blobs = await asyncio.gather(*(store.get(prefix + n) for n in names))
+    blobs = await asyncio.gather(*(store.get(package_key(VERSION, "shared." + n)) for n in names))
     by_chunk = {}
     for chunk, name, blob in zip(chunks, names, blobs):
         verify_named(name, blob)

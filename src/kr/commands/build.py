@@ -22,7 +22,7 @@ from router.compile.build import build_knowledge, write_package
 from router.compile.corpus import SYNONYMS_FILE
 from router.compile.doc2query import Doc2Query
 from router.errors import ConfigError, QualityGateError, RouterError
-from router.ops.publish import publish_package
+from router.ops.publish import publish_direct
 
 __all__ = ["LLM_VARIABLES", "build_once", "doc2query_from_env", "run", "watch"]
 
@@ -119,9 +119,11 @@ async def build_once(args: argparse.Namespace) -> int:
     if written is not None:
         print(f"package written to {written}")
     if args.no_activate:
-        version = await publish_package(
+        report = await publish_direct(
             package.files(), state.blobs, state.kv, state.relational, activate_now=False
         )
+        version = report.version
+        print(report.blob_summary(), flush=True)
     else:
         version, _ = await activate_gated(
             package.files(), state, force=args.force, settings=gate_settings(args), command="build"

@@ -90,6 +90,7 @@ class Wrangler:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     timeout_s: float = 180.0
     calls: list[list[str]] = field(default_factory=list)
+    _one_at_a_time: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
     def state_name(self) -> str:
@@ -98,6 +99,13 @@ class Wrangler:
         return f"wrangler-local:{persist.resolve()}:{self.env or ''}"
 
     async def run(self, *args: str, what: str) -> tuple[int, bytes, str]:
+        """One wrangler command; commands run one at a time, because every ``--local`` one
+        starts workerd over the same SQLite files, and two at once fail with SQLITE_BUSY
+        (the publisher asks for many blobs concurrently)."""
+        async with self._one_at_a_time:
+            return await self._run(*args, what=what)
+
+    async def _run(self, *args: str, what: str) -> tuple[int, bytes, str]:
         argv = [*self.command, *args, "--local", "--config", str(self.config)]
         if self.persist_to is not None:
             argv += ["--persist-to", str(self.persist_to)]
