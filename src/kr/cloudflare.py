@@ -62,6 +62,7 @@ def wrangler_target(
         blobs=WranglerR2Store(wrangler, bindings.bucket),
         kv=WranglerKVStore(wrangler, KV_BINDING),
         relational=WranglerD1Store(wrangler, D1_BINDING),
+        reuse_objects=False,  # each presence question is a wrangler process, as an upload is
     )
     where = f"wrangler's local state ({persist or toml.parent / '.wrangler' / 'state'})"
     return target, where

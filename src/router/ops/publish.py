@@ -137,6 +137,9 @@ class PublishTarget:
     relational: RelationalStore | None = None
     vectors: VectorIndex | None = None
     vector_batch: int = VECTOR_BATCH
+    reuse_objects: bool = True
+    """Ask which content-named files the target holds and skip those (the delta). Off where
+    asking costs what uploading does (wrangler's local state: one process per question)."""
 
 
 @dataclass
@@ -357,6 +360,8 @@ async def _present(
     """The content-named files whose blob step is still to run and that the target already
     holds with their size — the delta. Resident files (manifest, bundles, vectors) are per
     version: always uploaded. A file that failed verification is uploaded whatever is there."""
+    if not target.reuse_objects:
+        return set()
     names = [
         name
         for name in files
