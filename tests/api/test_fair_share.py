@@ -55,7 +55,7 @@ def test_a_caller_over_its_burst_waits_for_its_debt_when_the_wait_is_short() -> 
         return asyncio.get_running_loop().time() - started
 
     waited = asyncio.run(second_request())
-    assert 0.1 <= waited < 0.5
+    assert waited >= 0.1  # 150 ms of debt at 1,000 ms/s: asleep about 0.15 s, not refused
 
 
 def test_open_requests_of_one_caller_are_bounded() -> None:
