@@ -464,6 +464,7 @@ async def run_mode(
         server.stop()
     if args.attack_clients > 0:
         result["attack"] = await shared_attack(mode, state, work, asks, keys, args, rps)
+        result["caller_ms_per_s"] = args.caller_ms_per_s  # the share "attack" ran with
     return result
 
 
@@ -481,9 +482,7 @@ async def shared_attack(
     server = await start_server(state, mode == "cached", work, share_ms=args.caller_ms_per_s)
     try:
         await warm_up(server.url, asks[: args.warm_up], keys)
-        found = await attack_scenarios(server, asks, keys, args, rps)
-        found["caller_ms_per_s"] = args.caller_ms_per_s
-        return found
+        return await attack_scenarios(server, asks, keys, args, rps)
     finally:
         server.stop()
 
@@ -659,10 +658,9 @@ def _attack_rows(attacks: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any]
     for mode in attacks:
         for key, share in (("attack_share_off", "off"), ("attack", "on")):
             found = mode.get(key) or {}
-            label = share if share == "off" else f"{found.get('caller_ms_per_s') or 250:g} ms/s"
+            label = share if share == "off" else f"{mode.get('caller_ms_per_s') or 250:g} ms/s"
             for variant, scenario in found.items():
-                if isinstance(scenario, dict):
-                    yield mode, label, variant, scenario
+                yield mode, label, variant, scenario
 
 
 def print_report(report: dict[str, Any]) -> None:

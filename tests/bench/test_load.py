@@ -50,8 +50,8 @@ def test_a_tiny_run_has_no_errors_and_sane_figures(state: LocalState, tmp_path: 
         assert level["cache"] == {"off": 12}  # the cache is off: every request ran the cascade
         for memory in (level["memory_before"], level["memory_after"]):
             assert 10 < memory["rss_mib"] <= memory["hwm_mib"]
-    assert set(mode["attack"]) == {"back_to_back", "paced"}
-    for attack in mode["attack"].values():
+    assert set(mode["attack"]) == set(mode["attack_share_off"]) == {"back_to_back", "paced"}
+    for attack in [*mode["attack"].values(), *mode["attack_share_off"].values()]:
         (hostile,) = attack["attacker"]
         assert hostile["requests"] >= 1 and hostile["errors"] == 0
         assert attack["attacked"][0]["errors"] == 0 and attack["alone"][0]["errors"] == 0
