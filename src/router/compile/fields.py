@@ -24,6 +24,7 @@ __all__ = [
     "bm25_block",
     "bm25f_block",
     "section_fields",
+    "weighted_lengths",
 ]
 
 
@@ -58,10 +59,31 @@ def section_fields(doc: Document, section: Section, first: bool) -> dict[str, st
 
 
 def bm25_block(
-    tokens: Sequence[list[str]], vocabulary: Mapping[str, int], params: Any, first_section: int = 0
+    tokens: Sequence[list[str]],
+    vocabulary: Mapping[str, int],
+    params: Any,
+    first_section: int = 0,
+    average: float | None = None,
 ) -> CscBlock:
     """BM25 of one field: BM25F with that field alone at weight 1 (bm25s's own formula)."""
-    return bm25f_block({"field": tokens}, {"field": 1.0}, vocabulary, params, first_section)
+    return bm25f_block(
+        {"field": tokens}, {"field": 1.0}, vocabulary, params, first_section, average
+    )
+
+
+def weighted_lengths(
+    field_tokens: Mapping[str, Sequence[list[str]]], weights: Mapping[str, float]
+) -> tuple[list[float], float]:
+    """Each section's weighted length ``dl~`` and their average ``avgdl~`` (1 when empty)."""
+    weighted = [
+        (tokens, w) for name, tokens in field_tokens.items() if (w := weights.get(name, 0.0)) > 0
+    ]
+    num_sections = len(next(iter(field_tokens.values())))
+    lengths = [0.0] * num_sections
+    for tokens, weight in weighted:
+        for section, terms in enumerate(tokens):
+            lengths[section] += weight * len(terms)
+    return lengths, sum(lengths) / max(1, num_sections) or 1.0
 
 
 def bm25f_block(
@@ -70,6 +92,7 @@ def bm25f_block(
     vocabulary: Mapping[str, int],
     params: Any,
     first_section: int = 0,
+    average: float | None = None,
 ) -> CscBlock:
     """BM25F (Robertson et al. 2004): weighted term frequency and length summed over fields,
     one saturation — the term-frequency component bm25s applies to one field.
@@ -81,16 +104,16 @@ def bm25f_block(
     Why flat arrays, one section at a time: a dict of term frequencies per section and a list
     of (section, impact) tuples per term cost ≈ 150 bytes a posting, most of the 9.6 GB a 1M
     build peaked at; a posting now costs 16 bytes while it is collected and 12 in the block.
+
+    ``average`` replaces the sections' own average length: a delta partition normalises with
+    its base partition's, so its impacts are on the base's scale (docs/adr/0020).
     """
     weighted = [
         (tokens, w) for name, tokens in field_tokens.items() if (w := weights.get(name, 0.0)) > 0
     ]
     num_sections = len(next(iter(field_tokens.values())))
-    lengths = [0.0] * num_sections
-    for tokens, weight in weighted:
-        for section, terms in enumerate(tokens):
-            lengths[section] += weight * len(terms)
-    average = sum(lengths) / max(1, num_sections) or 1.0
+    lengths, own_average = weighted_lengths(field_tokens, weights)
+    average = own_average if average is None else average
     k1, b = params.k1, params.b
     boost = k1 + 1 if params.method == "atire" else 1.0  # ATIRE's tfc keeps the (k1 + 1)
     terms_of = array("I")  # one entry per posting, in section order

@@ -20,7 +20,13 @@ from router.analysis.analyzer import Analyzer, AnalyzerConfig, snowball_stem_fun
 from router.analysis.surface import surface_tables, surface_texts, surface_word_stems
 from router.analysis.text import fold, has_diacritics
 from router.checks import check_choice, check_range, check_weights
-from router.compile.fields import CscBlock, bm25_block, bm25f_block, section_fields
+from router.compile.fields import (
+    CscBlock,
+    bm25_block,
+    bm25f_block,
+    section_fields,
+    weighted_lengths,
+)
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
@@ -47,8 +53,17 @@ __all__ = [
     "BM25Params",
     "BuildConfig",
     "CompiledPackage",
+    "CompiledPartition",
+    "LinkTargets",
     "SectionEmbeddings",
+    "Targets",
     "compile_documents",
+    "compile_partition",
+    "group_partitions",
+    "link_targets",
+    "partition_artifacts",
+    "partition_vectors",
+    "pystemmer",
     "section_index_text",
 ]
 
@@ -115,6 +130,7 @@ class CompiledPackage:
 
     manifest: Manifest
     artifacts: dict[str, bytes]
+    partitions: dict[str, CompiledPartition] = field(default_factory=dict, repr=False)
 
     @property
     def knowledge_version(self) -> str:
@@ -161,43 +177,36 @@ def compile_documents(
         ),
         config.analyzer,
     )
-    build_stem = _pystemmer(config.analyzer.language)
+    build_stem = pystemmer(config.analyzer.language)
     artifacts: dict[str, bytes] = {}
+    compiled_partitions: dict[str, CompiledPartition] = {}
     entries: list[PartitionEntry] = []
     shared_lexicon: dict[str, str] = {}
     shared_targets: Targets = ({}, {})
     shared_sections = 0
     blocks: list[str] = []
     totals = Counter[str]()
-    for tenant, members in _partitions(documents):
+    for tenant, members in group_partitions(documents):
         key = partition_key(tenant)
         first_section = shared_sections if entries else 0
-        compiled = _compile_partition(
+        own_targets = link_targets(members, first_section)
+        compiled = compile_partition(
             members,
             config,
             build_stem,
             shared_lexicon,
-            shared_targets,
+            LinkTargets((shared_targets, own_targets)),
             first_section,
             synonyms if not entries else (),
-            _partition_vectors(members, rows, embeddings),
+            partition_vectors(members, rows, embeddings),
         )
         if advance is not None:
             advance(len(members))
         if not entries:
             shared_lexicon, shared_sections = compiled.lexicon, compiled.sections
-            shared_targets = _link_targets(members, 0)
-        resident = {
-            name: blob
-            for name, blob in compiled.files.items()
-            if not is_lazy(name) and name != VECTORS_NAME
-        }
-        artifacts[partition_file(key, BUNDLE_NAME)] = encode_bundle(resident)
-        artifacts.update(
-            (partition_file(key, name), blob)
-            for name, blob in compiled.files.items()
-            if name not in resident
-        )
+            shared_targets = own_targets
+        compiled_partitions[key] = compiled
+        artifacts.update(partition_artifacts(key, compiled.files))
         entries.append(PartitionEntry(key, tenant, len(members), compiled.sections, first_section))
         blocks = compiled.blocks
         totals.update(compiled.counts)
@@ -219,21 +228,33 @@ def compile_documents(
         embedding=embedding,
         partitions=tuple(entries),
     )
-    return CompiledPackage(manifest, artifacts)
+    return CompiledPackage(manifest, artifacts, compiled_partitions)
+
+
+def partition_artifacts(key: str, files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """A compiled partition's package files: its resident ones bundled, the others apart."""
+    resident = {
+        name: blob for name, blob in files.items() if not is_lazy(name) and name != VECTORS_NAME
+    }
+    found = {partition_file(key, BUNDLE_NAME): encode_bundle(resident)}
+    found.update((partition_file(key, n), blob) for n, blob in files.items() if n not in resident)
+    return found
 
 
 @dataclass(frozen=True)
-class _Partition:
-    """One compiled partition: its files (unprefixed), accent lexicon, sizes and block names."""
+class CompiledPartition:
+    """One compiled partition: its files (unprefixed), accent lexicon, sizes, block names, and
+    the average weighted length of each block (what a delta amending it normalises with)."""
 
     files: dict[str, bytes]
     lexicon: dict[str, str]
     sections: int
     blocks: list[str]
     counts: dict[str, int]
+    averages: dict[str, float] = field(default_factory=dict)
 
 
-def _partitions(documents: Sequence[Document]) -> list[tuple[str, list[Document]]]:
+def group_partitions(documents: Sequence[Document]) -> list[tuple[str, list[Document]]]:
     """(tenant, its documents in input order): the shared partition first (even when empty, so
     an anonymous caller always has one), then the tenants in the order of their keys."""
     groups: dict[str, list[Document]] = {ALL_TENANTS: []}
@@ -243,18 +264,21 @@ def _partitions(documents: Sequence[Document]) -> list[tuple[str, list[Document]
     return [(ALL_TENANTS, groups[ALL_TENANTS])] + [(t, groups[t]) for t in tenants]
 
 
-def _compile_partition(
+def compile_partition(
     documents: Sequence[Document],
     config: BuildConfig,
     build_stem: Any,
     shared_lexicon: Mapping[str, str],
-    shared_targets: Targets,
+    links: LinkTargets,
     first_section: int,
     synonyms: Sequence[Sequence[str]],
     vectors: bytes | None,
-) -> _Partition:
+    averages: Mapping[str, float] | None = None,
+) -> CompiledPartition:
     """A partition's files. A tenant partition analyses with its own accent lexicon under the
-    shared one (shared spellings win), which is exactly the analyzer its queries get."""
+    shared one (shared spellings win), which is exactly the analyzer its queries get.
+    ``links`` resolves its wikilinks and parent ids; ``averages`` (a delta's: its base's)
+    replaces its own average lengths."""
     fields = [
         section_fields(doc, section, index == 0)
         for doc in documents
@@ -270,11 +294,12 @@ def _compile_partition(
     }
     terms = sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
     vocabulary = {term: i for i, term in enumerate(terms)}
-    blocks = _posting_blocks(field_tokens, vocabulary, config, first_section)
+    blocks, used_averages = _posting_blocks(
+        field_tokens, vocabulary, config, first_section, averages or {}
+    )
     bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
     directory, shards, df = encode_shards(blocks, len(terms), first_section + len(texts))
-    own_targets = _link_targets(documents, first_section)
-    resolve = _resolver(shared_targets, own_targets)
+    resolve = links.section
     files = {
         DOCS_NAME: encode_columns(documents),
         **encode_records(_records(documents)),
@@ -294,7 +319,7 @@ def _compile_partition(
                 documents,
                 first_section,
                 resolve,
-                _doc_resolver(shared_targets, own_targets),
+                links.document,
                 RELATION_WEIGHTS,
             )
         ),
@@ -309,14 +334,14 @@ def _compile_partition(
         "terms": len(terms),
         "postings": sum(len(block[1]) for block in blocks.values()),
     }
-    return _Partition(files, lexicon, len(texts), list(blocks), counts)
+    return CompiledPartition(files, lexicon, len(texts), list(blocks), counts, used_averages)
 
 
-Targets = tuple[dict[str, int], dict[str, int]]
+Targets = tuple[Mapping[str, int], Mapping[str, int]]
 """(section id → view section, semantic id → its first view section) of one partition."""
 
 
-def _link_targets(documents: Sequence[Document], first_section: int) -> Targets:
+def link_targets(documents: Sequence[Document], first_section: int) -> Targets:
     sections: dict[str, int] = {}
     docs: dict[str, int] = {}
     number = first_section
@@ -328,31 +353,27 @@ def _link_targets(documents: Sequence[Document], first_section: int) -> Targets:
     return sections, docs
 
 
-def _resolver(shared: Targets, own: Targets) -> Callable[[str], int | None]:
-    """The view section a wikilink target names: a section id (shared first), else a document's
-    first section (shared first) — what a query's view resolves too."""
+@dataclass(frozen=True)
+class LinkTargets:
+    """What a partition's wikilinks and parent ids resolve to, in view sections: the targets
+    of the partitions in view, the first holding an id winning (the shared one for a full
+    build's tenant partition — what a query's view resolves too; a delta's own first)."""
 
-    first_section = _doc_resolver(shared, own)
+    layers: tuple[Targets, ...]
 
-    def resolve(target: str) -> int | None:
-        for sections, _ in (shared, own):
+    def section(self, target: str) -> int | None:
+        """A section id (first layer holding it), else a document's first section."""
+        for sections, _ in self.layers:
             if target in sections:
                 return sections[target]
-        return first_section(target)
+        return self.document(target)
 
-    return resolve
-
-
-def _doc_resolver(shared: Targets, own: Targets) -> Callable[[str], int | None]:
-    """The first view section of a document named by its semantic id (shared first)."""
-
-    def resolve(semantic_id: str) -> int | None:
-        for _, docs in (shared, own):
+    def document(self, semantic_id: str) -> int | None:
+        """The first view section of a document named by its semantic id."""
+        for _, docs in self.layers:
             if semantic_id in docs:
                 return docs[semantic_id]
         return None
-
-    return resolve
 
 
 def _embedding_rows(
@@ -372,7 +393,7 @@ def _embedding_rows(
     return rows
 
 
-def _partition_vectors(
+def partition_vectors(
     members: Sequence[Document],
     rows: dict[int, Sequence[Sequence[float]]] | None,
     embeddings: SectionEmbeddings | None,
@@ -389,18 +410,28 @@ def _posting_blocks(
     vocabulary: dict[str, int],
     config: BuildConfig,
     first_section: int,
-) -> dict[str, CscBlock]:
+    averages: Mapping[str, float],
+) -> tuple[dict[str, CscBlock], dict[str, float]]:
     """One block per field (every field, so that all partitions have the same blocks), or the
-    single BM25F block."""
+    single BM25F block; and the average length each was normalised with (``averages``' where
+    given, else the sections' own)."""
     if config.scoring == "bm25f":
+        average = averages.get(BM25F_BLOCK)
+        if average is None:
+            average = weighted_lengths(field_tokens, config.field_weights)[1]
         block = bm25f_block(
-            field_tokens, config.field_weights, vocabulary, config.bm25, first_section
+            field_tokens, config.field_weights, vocabulary, config.bm25, first_section, average
         )
-        return {BM25F_BLOCK: block}
-    return {
-        name: bm25_block(tokens, vocabulary, config.bm25, first_section)
-        for name, tokens in field_tokens.items()
-    }
+        return {BM25F_BLOCK: block}, {BM25F_BLOCK: average}
+    blocks: dict[str, CscBlock] = {}
+    used: dict[str, float] = {}
+    for name, tokens in field_tokens.items():
+        average = averages.get(name)
+        if average is None:
+            average = weighted_lengths({name: tokens}, {name: 1.0})[1]
+        blocks[name] = bm25_block(tokens, vocabulary, config.bm25, first_section, average)
+        used[name] = average
+    return blocks, used
 
 
 def build_accent_lexicon(texts: Iterable[str], config: AnalyzerConfig, stem: Any) -> dict[str, str]:
@@ -441,7 +472,7 @@ def stored_lexicon(
 
 def check_stemmer_equality(words: Iterable[str], config: AnalyzerConfig) -> None:
     """PyStemmer (build) and snowballstemmer (Worker) must agree on every word, or fail."""
-    build = Analyzer(config, stem=_pystemmer(config.language))
+    build = Analyzer(config, stem=pystemmer(config.language))
     runtime = Analyzer(config, stem=snowball_stem_function(config.language))
     differing = sorted(w for w in words if build.surface_stem(w) != runtime.surface_stem(w))
     if differing:
@@ -451,7 +482,7 @@ def check_stemmer_equality(words: Iterable[str], config: AnalyzerConfig) -> None
         )
 
 
-def _pystemmer(language: str) -> Any:
+def pystemmer(language: str) -> Any:
     try:
         return Stemmer.Stemmer(language).stemWord
     except KeyError as exc:

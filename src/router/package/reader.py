@@ -15,6 +15,7 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.amendments import AMENDMENTS_NAME, Amendments, decode_amendments
 from router.package.arena import ShardArena
 from router.package.budget import ReaderBudget
 from router.package.bundle import BUNDLE_NAME, decode_bundle
@@ -94,6 +95,7 @@ class Partition:
     texts: SectionTexts
     synonyms: list[list[str]]
     vectors: SectionVectors | None = None
+    amendments: Amendments | None = None  # a delta partition: what it hides and redirects
     derived: dict[str, Any] = field(default_factory=dict)  # per-partition layers of indexes
 
     @property
@@ -160,9 +162,14 @@ class KnowledgePackage(VersionFacts):
         return [p for p in self.loaded if p is not None]
 
     def _view_indices(self, tenant: str | None) -> tuple[str, list[int]]:
+        """The view's key and its partitions, ascending in section numbers: the shared one,
+        the caller's own, then the deltas amending either (docs/adr/0020)."""
         key = partition_key(tenant) if tenant and tenant != ALL_TENANTS else SHARED_PARTITION
         entries = self.manifest.partitions
-        return key, [0] + [i for i, e in enumerate(entries) if i and e.key == key]
+        bases = [0] + [i for i, e in enumerate(entries) if i and e.key == key and not e.amends]
+        named = {entries[i].key for i in bases}
+        deltas = [i for i, e in enumerate(entries) if e.amends in named]
+        return key, bases + deltas
 
     async def ready(self, tenant: str | None) -> None:
         """Read the partitions ``tenant``'s view needs and this package does not hold yet (one
@@ -193,7 +200,7 @@ class KnowledgePackage(VersionFacts):
         """Mark the lazily read tenant partitions of a view as just asked for, and drop the
         least recently asked ones past the budget (with their composed views)."""
         for index in chosen:
-            if index and self.fetch_later is not None:  # read lazily: can be read again
+            if self.fetch_later is not None and self._is_tenants(index):  # can be read again
                 self._tenants[index] = None
                 self._tenants.move_to_end(index)
         while len(self._tenants) > max(1, self.budget.tenant_partitions):
@@ -201,6 +208,10 @@ class KnowledgePackage(VersionFacts):
             del self._tenants[index]
             self.loaded[index] = None
             self._views.pop(self.manifest.partitions[index].key, None)
+
+    def _is_tenants(self, index: int) -> bool:
+        """Whether partition ``index`` holds one tenant's documents (a base or its delta)."""
+        return self.manifest.partitions[index].tenant != ALL_TENANTS
 
     def view(self, tenant: str | None) -> PackageView:
         """What ``tenant`` sees: the shared partition and its own (only the shared one for an
@@ -211,19 +222,26 @@ class KnowledgePackage(VersionFacts):
         if found is not None:
             self._views.move_to_end(key)
             return found
-        parts = tuple(self._part(i) for i in chosen)
-        shared = self.view(None) if len(parts) > 1 else None
+        parts = self._parts(chosen)
+        shared = self.view(None) if any(self._is_tenants(i) for i in chosen) else None
         view = self._views[key] = compose_view(self.manifest, parts, shared, self.budget)
         while len(self._views) > max(1, self.budget.views):
             self._views.popitem(last=False)
         return view
 
-    def _part(self, index: int) -> ViewPart:
-        shared, partition = self.loaded[0], self.loaded[index]
-        if shared is None or partition is None:
-            raise PackageFormatError(f"package {self.version}: partition {index} is unread")
-        first_global = sum(e.sections for e in self.manifest.partitions[:index])
-        return ViewPart(partition, shared.doc_count if index else 0, first_global)
+    def _parts(self, chosen: list[int]) -> tuple[ViewPart, ...]:
+        """The view's parts: documents numbered one after another in view order, sections as
+        their partitions number them, package-wide numbers in manifest order."""
+        parts = []
+        first_doc = 0
+        for index in chosen:
+            partition = self.loaded[index]
+            if partition is None:
+                raise PackageFormatError(f"package {self.version}: partition {index} is unread")
+            first_global = sum(e.sections for e in self.manifest.partitions[:index])
+            parts.append(ViewPart(partition, first_doc, first_global))
+            first_doc += partition.doc_count
+        return tuple(parts)
 
     # -- the whole version (publish, vector records, diagnostics), in global numbering ---------
 
@@ -396,6 +414,11 @@ def _decode_partition(
         or vectors.dimensions != int(manifest.embedding.get("dimensions", -1))
     ):
         raise PackageFormatError(f"partition {entry.key}: vectors do not match its sections")
+    amendments = None
+    if entry.amends is not None:
+        if AMENDMENTS_NAME not in files:
+            raise PackageFormatError(f"delta partition {entry.key} has no {AMENDMENTS_NAME}")
+        amendments = decode_amendments(blob(AMENDMENTS_NAME), f"{entry.key}.{AMENDMENTS_NAME}")
     text_index = decode_text_index(blob(TEXTS_INDEX_NAME))
     record_index = decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM)
     if text_index.sections != sections or record_index.sections != columns.documents:
@@ -426,6 +449,7 @@ def _decode_partition(
         texts=SectionTexts(text_index, read_own_chunk, cache=shared.chunks, owner=entry.key),
         synonyms=synonyms,
         vectors=vectors,
+        amendments=amendments,
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
+from router.errors import PackageFormatError
 from router.knowledge.model import Document, Section
 from router.package.arena import ArenaLease
 from router.package.budget import ReaderBudget
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from router.package.reader import Partition
 
 __all__ = [
+    "Amended",
     "ExactTarget",
     "LoadedDocuments",
     "LoadedSections",
@@ -180,6 +182,19 @@ class VersionFacts:
         return self.manifest.embedding.get("model") if self.manifest.embedding else None
 
 
+@dataclass(frozen=True)
+class Amended:
+    """What the deltas in a view change in its base partitions (docs/adr/0020): the tombstoned
+    documents (view indices, hidden by the filters) and the redirected sections."""
+
+    documents: frozenset[int] = frozenset()
+    redirects: Mapping[int, int] = field(default_factory=dict)  # old section → new copy's
+    origins: Mapping[int, int] = field(default_factory=dict)  # new section → the old one
+
+    def __bool__(self) -> bool:
+        return bool(self.documents)
+
+
 @dataclass
 class PackageView(VersionFacts):
     """One tenant's (or an anonymous caller's) view: documents, sections, terms and postings of
@@ -200,6 +215,7 @@ class PackageView(VersionFacts):
     loaded: Mapping[int, Document] = field(default_factory=dict)  # records read by this query
     exact_found: Mapping[str, list[ExactTarget]] = field(default_factory=dict)  # keys looked up
     term_found: Mapping[str, tuple[TermEntry | None, ...]] = field(default_factory=dict)  # per part
+    amended: Amended = field(default_factory=Amended)  # what the deltas in view hide, redirect
 
     def __post_init__(self) -> None:
         # memos keyed by posting block are package-wide: kept on the shared partition
@@ -307,10 +323,13 @@ class PackageView(VersionFacts):
 
     def doc_sections(self, doc_index: int) -> range:
         """The section indices of one document (they are contiguous)."""
-        first = self.doc_first_section[doc_index]
-        following = doc_index + 1
-        end = self.doc_first_section[following] if following < self.doc_count else None
-        return range(first, self.num_sections if end is None else end)
+        part = self.parts[_part_of_doc(self.parts, doc_index)]
+        local = doc_index - part.first_doc
+        first = part.first_section
+        return range(
+            first + part.partition.columns.first[local],
+            first + part.partition.columns.first[local + 1],
+        )
 
     def doc_trust(self, doc_index: int) -> str:
         """A document's trust level, from the resident columns."""
@@ -417,24 +436,54 @@ class PackageView(VersionFacts):
     ) -> tuple[dict[int, dict[int, str]], TextReads]:
         """Target → relation of the edges leaving each section, over every partition in view
         (an edge two partitions hold keeps its relation with the larger ``strength``); their
-        chunks fetched concurrently (one round trip)."""
+        chunks fetched concurrently (one round trip). With a delta in view, an edge into an
+        old copy leads to the new one, and a new copy keeps the edges other documents gave
+        its old one (backlinks, children: docs/adr/0020)."""
         wanted = sorted(set(sections))
+        origins = self.amended.origins
+        asked = sorted(set(wanted) | {origins[s] for s in wanted if s in origins})
         per_part, reads = await _from_every_part(
-            [part.partition.graph.neighbours_of(wanted) for part in self.parts]
+            [part.partition.graph.neighbours_of(asked) for part in self.parts]
         )
-        merged: dict[int, dict[int, str]] = {s: {} for s in wanted}
+        merged: dict[int, dict[int, str]] = {s: {} for s in asked}
         for edges in per_part:
             for section, targets in edges.items():
-                into = merged[section]
-                for target, relation in targets.items():
-                    current = into.get(target)
-                    if current is None or strength[relation] > strength[current]:
-                        into[target] = relation
-        return merged, reads
+                _merge_edges(merged[section], targets, strength)
+        if not self.amended:
+            return merged, reads
+        return {s: self._amended_edges(s, merged, strength) for s in wanted}, reads
+
+    def _amended_edges(
+        self, section: int, merged: dict[int, dict[int, str]], strength: Mapping[str, float]
+    ) -> dict[int, str]:
+        """The edges of ``section`` through the deltas: targets redirected to their new copy;
+        a new copy inherits its old one's edges from unchanged documents."""
+        redirects, dead = self.amended.redirects, self.amended.documents
+        found: dict[int, str] = {}
+        _merge_edges(found, {redirects.get(t, t): r for t, r in merged[section].items()}, strength)
+        old = self.amended.origins.get(section)
+        if old is not None:
+            inherited = {  # a changed document's own edges were compiled again in its delta
+                t: r
+                for t, r in merged[old].items()
+                if r in INHERITED_RELATIONS and self.section_doc[t] not in dead
+            }
+            _merge_edges(found, inherited, strength)
+        found.pop(section, None)
+        return found
 
     @property
     def num_sections(self) -> int:
+        """The view's section number space (with a delta in view, numbers in a gap between
+        parts belong to no section)."""
         return len(self.section_doc)
+
+    @property
+    def section_total(self) -> int:
+        """Sections in view: BM25's N. A tombstoned document's sections are still counted, as
+        its terms are in the base's document frequencies (Lucene's deleted documents until a
+        merge): both stale alike, within the delta bound (docs/adr/0020)."""
+        return sum(part.partition.section_count for part in self.parts)
 
     # -- numbering ----------------------------------------------------------------------------
 
@@ -458,25 +507,25 @@ def compose_view(
     shared_view: PackageView | None = None,
     budget: ReaderBudget | None = None,
 ) -> PackageView:
-    """The view over ``parts`` (the shared partition first); ``shared_view`` is the package's
+    """The view over ``parts`` (the shared partition first, then the caller's own, then the
+    deltas amending them: ascending section numbers); ``shared_view`` is the package's
     anonymous view, for every view that has a tenant partition."""
     budget = budget or ReaderBudget()
     shared = parts[0].partition
-    doc_count = shared.doc_count
     first_sections: Sequence[int] = shared.columns.first[:-1]
-    lexicon: Mapping[str, str] = shared.lexicon
-    if len(parts) > 1:  # the tenant's own, after the shared partition, nothing copied
-        own = parts[1].partition
-        doc_count += own.doc_count
-        own_first = Offset(own.columns.first[:-1], own.first_section)
-        first_sections = Joined(first_sections, own_first)
-        lexicon = FirstOf(shared.lexicon, own.lexicon)  # the shared partition's spellings win
-    sections = sum(part.partition.section_count for part in parts)
+    for part in parts[1:]:  # each part after the one before, nothing copied
+        own = part.partition
+        first_sections = Joined(first_sections, Offset(own.columns.first[:-1], own.first_section))
+    # base spellings win over a delta's, the shared ones over a tenant's (docs/adr/0020)
+    lexicons = [p.partition.lexicon for p in parts if p.partition.amendments is None]
+    lexicons += [p.partition.lexicon for p in parts if p.partition.amendments is not None]
+    lexicon: Mapping[str, str] = lexicons[0] if len(lexicons) == 1 else FirstOf(*lexicons)
+    end = max(p.partition.first_section + p.partition.section_count for p in parts)
     return PackageView(
         manifest=manifest,
         parts=parts,
-        doc_count=doc_count,
-        section_doc=SectionDocs(first_sections, sections),
+        doc_count=sum(part.partition.doc_count for part in parts),
+        section_doc=SectionDocs(first_sections, end),
         doc_first_section=first_sections,
         analyzer=Analyzer(
             AnalyzerConfig.from_dict(manifest.analyzer),
@@ -487,7 +536,28 @@ def compose_view(
         synonyms=shared.synonyms,
         shared_view=shared_view,
         budget=budget,
+        amended=amended_view(parts),
     )
+
+
+def amended_view(parts: tuple[ViewPart, ...]) -> Amended:
+    """The tombstones and redirects of the deltas in view, in view numbers."""
+    by_key = {part.partition.key: part for part in parts}
+    dead: set[int] = set()
+    forward: dict[int, int] = {}
+    for part in parts:
+        amendments = part.partition.amendments
+        if amendments is None:
+            continue
+        base = by_key.get(part.partition.entry.amends or "")
+        if base is None:
+            raise PackageFormatError(f"delta {part.partition.key} amends no partition in view")
+        if amendments.tombstones and amendments.tombstones[-1] >= base.partition.doc_count:
+            raise PackageFormatError(f"delta {part.partition.key} tombstones a missing document")
+        dead.update(base.first_doc + d for d in amendments.tombstones)
+        forward.update(zip(amendments.old_sections, amendments.new_sections, strict=True))
+    origins = {new: old for old, new in forward.items()}
+    return Amended(frozenset(dead), forward, origins)
 
 
 async def _from_every_part(
@@ -500,6 +570,21 @@ async def _from_every_part(
     for _, cost in results:
         reads = reads.alongside(cost)
     return [found for found, _ in results], reads
+
+
+INHERITED_RELATIONS = frozenset({"backlink", "child"})
+"""Edges another document gives a section (its links, its parent id): a changed document's new
+copy keeps those of its old copy that come from unchanged documents."""
+
+
+def _merge_edges(
+    into: dict[int, str], targets: Mapping[int, str], strength: Mapping[str, float]
+) -> None:
+    """Add ``targets`` to ``into``, an edge both hold keeping the stronger relation."""
+    for target, relation in targets.items():
+        current = into.get(target)
+        if current is None or strength[relation] > strength[current]:
+            into[target] = relation
 
 
 def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:

@@ -85,7 +85,7 @@ def query_lists(
     lists: list[QueryList] = []
     counts = Counter(terms)
     scale = term_weights or {}
-    sections = view.num_sections
+    sections = view.section_total
     for name, weight in weights.items():
         for term, count in counts.items():
             found = view.posting_lists(term, name, loaded)

@@ -86,6 +86,8 @@ def visibility_masks(package: PackageView, visibility: Visibility) -> VisibleMas
     parts = [_partition_masks(part.partition, visibility) for part in package.parts]
     if len(parts) == 1:
         return parts[0]
+    if package.amended or len(parts) > 2:
+        return _amended_masks(package, visibility, parts)
     docs = Mask(b"".join(p.documents for p in parts))
     if all(p.sections is None for p in parts):
         return VisibleMasks(docs, None)
@@ -95,6 +97,33 @@ def visibility_masks(package: PackageView, visibility: Visibility) -> VisibleMas
         for p, n in zip(parts, (first, package.num_sections - first), strict=True)
     ]
     return VisibleMasks(docs, Mask(b"".join(sections)))
+
+
+def _amended_masks(
+    package: PackageView, visibility: Visibility, parts: list[VisibleMasks]
+) -> VisibleMasks:
+    """The masks of a view with deltas (docs/adr/0020): the gap between the caller's own
+    partition and the deltas holds no section, and the tombstoned documents of the base
+    partitions are hidden like deprecated ones. Kept on the view, per visibility."""
+    key = (visibility.day, visibility.include_deprecated)
+    cache: dict[tuple[str, bool], VisibleMasks] = package.derived.setdefault("visibility", {})
+    found = cache.get(key)
+    if found is not None:
+        return found
+    if len(cache) >= VISIBILITY_CACHE_ENTRIES:
+        cache.clear()
+    docs = bytearray(b"".join(p.documents for p in parts))
+    sections = bytearray(package.num_sections)
+    for part, masks in zip(package.parts, parts, strict=True):
+        first, count = part.first_section, part.partition.section_count
+        shown = masks.sections if masks.sections is not None else _RUNS[1] * count
+        sections[first : first + count] = shown
+    for doc in package.amended.documents:
+        docs[doc] = 0
+        hidden = package.doc_sections(doc)
+        sections[hidden.start : hidden.stop] = bytes(len(hidden))
+    found = cache[key] = VisibleMasks(Mask(docs), Mask(sections))
+    return found
 
 
 def _partition_masks(partition: Partition, visibility: Visibility) -> VisibleMasks:
