@@ -131,8 +131,10 @@ def _build(sub: Subparsers) -> None:
     p.add_argument(
         "--full",
         action="store_true",
-        help="parse every file again (default: a file whose bytes did not change since the "
-        "last build in this state folder is reused, <state>/build/documents.sqlite)",
+        help="compile everything and parse every file again (default: the files changed "
+        "since the last full build are compiled as delta partitions against it, when within "
+        "the delta bound (docs/adr/0020); a full build reuses the parse of unchanged files, "
+        "<state>/build/documents.sqlite)",
     )
     p.add_argument(
         "--watch",

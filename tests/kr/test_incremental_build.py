@@ -1,4 +1,5 @@
-"""``kr build`` reuses the documents it parsed before, and builds what a full build builds."""
+"""A full ``kr build`` reuses the documents it parsed before, and builds what ``--full`` builds
+(the delta builds between full ones: tests/kr/test_delta_build.py)."""
 
 from __future__ import annotations
 
@@ -48,14 +49,16 @@ def edit(path: Path) -> None:
     path.write_text(text + "\n\nUm parágrafo novo sobre inspeção de talabartes.\n", "utf-8")
 
 
-def test_a_rebuild_parses_only_what_changed_and_equals_a_full_build(
+def test_a_full_rebuild_parses_only_what_changed_and_equals_a_fresh_one(
     folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``--out`` writes a whole package, so every build here is a full one (no delta)."""
     state = tmp_path / "state"
+    out = ("--out", str(tmp_path / "out"))
     files = sorted(p for p in folder.rglob("*.md") if not p.name.startswith("_"))
-    first = build(folder, state, capsys)
+    first = build(folder, state, capsys, *out)
     assert reused(first) == f"parsed {len(files)} file(s), reused 0 unchanged"
-    again = build(folder, state, capsys)
+    again = build(folder, state, capsys, *out)
     assert reused(again) == f"parsed 0 file(s), reused {len(files)} unchanged"
     assert version(again) == version(first)
 
@@ -65,7 +68,7 @@ def test_a_rebuild_parses_only_what_changed_and_equals_a_full_build(
         "---\nsemanticId: extra.note\ntitle: Nota extra\n---\n\n# Nota extra\n\nTexto novo.\n",
         "utf-8",
     )
-    incremental = build(folder, state, capsys)
+    incremental = build(folder, state, capsys, *out)
     assert reused(incremental) == f"parsed 2 file(s), reused {len(files) - 2} unchanged"
     full = build(folder, tmp_path / "fresh", capsys, "--full")
     assert version(incremental) == version(full) != version(first)

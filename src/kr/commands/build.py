@@ -7,22 +7,28 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kr.activation import activate_gated
+from kr.build_base import BuildBase
 from kr.commands.options import gate_settings
 from kr.document_cache import DocumentCache
+from kr.incremental import DeltaBuild, PackageFiles, build_fingerprint, try_delta
 from kr.local import local_state
 from kr.progress import progress_phases
 from router.adapters.local.embedders import embedder_by_name
 from router.adapters.local.openai_generator import OpenAICompatibleGenerator
+from router.adapters.local.state import LocalState
 from router.compile.build import build_knowledge, write_package
 from router.compile.corpus import SYNONYMS_FILE
 from router.compile.doc2query import Doc2Query
+from router.compile.indexer import BuildConfig
 from router.errors import ConfigError, QualityGateError, RouterError
 from router.ops.publish import publish_direct
+from router.package.layout import package_key
+from router.package.manifest import Manifest
 
 __all__ = ["LLM_VARIABLES", "build_once", "doc2query_from_env", "run", "watch"]
 
@@ -88,47 +94,120 @@ async def _build_reporting(args: argparse.Namespace) -> None:
 
 
 async def build_once(args: argparse.Namespace) -> int:
-    """One ``kr build``: compile (reusing unchanged files), publish, gate and activate."""
+    """One ``kr build``: compile — a delta against the last full build when it may (docs/adr/
+    0020), else everything, reusing unchanged files' parse — publish, gate and activate."""
     doc2query = doc2query_from_env(args.doc2query, os.environ)
     encoder = embedder_by_name(args.embedder)
     state = local_state(args.state)
-    reuse = None if getattr(args, "full", False) else DocumentCache(state.root)
+    full = getattr(args, "full", False)
+    reuse = None if full else DocumentCache(state.root)
+    base = BuildBase(state.root)
+    root = Path(args.knowledge_dir)
+    config = BuildConfig()
+    fingerprint = build_fingerprint(root, config, args.embedder)
+    delta: DeltaBuild | None = None
     try:
-        with progress_phases() as phases:
-            result = build_knowledge(
-                args.knowledge_dir,
+        reason = _full_build_reason(args, full, doc2query)
+        if reason is None:
+            found = try_delta(
+                root,
+                base,
+                base_reader(state, base.version),
+                config=config,
+                fingerprint=fingerprint,
                 strict=args.strict,
                 encoder=encoder,
-                phases=phases,
-                doc2query=doc2query,
                 reuse=reuse,
             )
-            written = write_package(result.package, args.out, phases) if args.out else None
-        if reuse is not None:
-            reuse.keep(doc.path for doc in result.corpus.documents)
+            delta, reason = (found, None) if isinstance(found, DeltaBuild) else (None, found)
+        if delta is None:
+            print(f"full build: {reason}", file=sys.stderr)
+            with progress_phases() as phases:
+                result = build_knowledge(
+                    root,
+                    config,
+                    strict=args.strict,
+                    encoder=encoder,
+                    phases=phases,
+                    doc2query=doc2query,
+                    reuse=reuse,
+                )
+                written = write_package(result.package, args.out, phases) if args.out else None
+            if reuse is not None:
+                reuse.keep(doc.path for doc in result.corpus.documents)
+            base.record(root, result.package, result.corpus.documents, fingerprint)
     finally:
+        base.close()
         if reuse is not None:
             reuse.close()
         if hasattr(encoder, "close"):  # a Workers AI encoder: its HTTP client and thread
             encoder.close()
+    if delta is not None:
+        return await _publish_delta(args, state, delta)
     if reuse is not None:
         print(f"parsed {reuse.misses} file(s), reused {reuse.hits} unchanged", file=sys.stderr)
     for diagnostic in result.corpus.diagnostics:
         print(diagnostic, file=sys.stderr)
-    package = result.package
     if written is not None:
         print(f"package written to {written}")
+    return await _publish(args, state, result.package.files(), result.package.manifest)
+
+
+def _full_build_reason(
+    args: argparse.Namespace, full: bool, doc2query: Doc2Query | None
+) -> str | None:
+    """Why this build compiles everything whatever changed, or None."""
+    if full:
+        return "--full"
+    if args.out:
+        return "--out writes a whole package"
+    if doc2query is not None:
+        return "--doc2query writes questions for every section"
+    return None
+
+
+def base_reader(state: LocalState, version: str | None) -> Callable[[str], bytes]:
+    """Reads a file of the base version from where ``kr build`` published it."""
+
+    def read(name: str) -> bytes:
+        if version is None:
+            raise KeyError(name)
+        return (state.blobs.root / package_key(version, name)).read_bytes()
+
+    return read
+
+
+async def _publish_delta(args: argparse.Namespace, state: LocalState, delta: DeltaBuild) -> int:
+    scan = delta.scan
+    print(
+        f"delta build on {delta.base_version}: {len(scan.changed)} changed or added, "
+        f"{len(scan.removed)} removed, {scan.unchanged} unchanged",
+        file=sys.stderr,
+    )
+    for diagnostic in delta.diagnostics:
+        print(diagnostic, file=sys.stderr)
+    package = delta.package
+    files = PackageFiles(
+        package.files(), delta.base_manifest, base_reader(state, delta.base_version)
+    )
+    return await _publish(args, state, files, package.manifest)
+
+
+async def _publish(
+    args: argparse.Namespace, state: LocalState, files: Mapping[str, bytes], manifest: Manifest
+) -> int:
+    """Publish to the local state; gate and activate unless ``--no-activate``."""
     if args.no_activate:
         report = await publish_direct(
-            package.files(), state.blobs, state.kv, state.relational, activate_now=False
+            files, state.blobs, state.kv, state.relational, activate_now=False
         )
         version = report.version
         print(report.blob_summary(), flush=True)
     else:
         version, _ = await activate_gated(
-            package.files(), state, force=args.force, settings=gate_settings(args), command="build"
+            files, state, force=args.force, settings=gate_settings(args), command="build"
         )
-    counts = ", ".join(f"{v} {k}" for k, v in package.manifest.counts.items())
+    counts = ", ".join(f"{v} {k}" for k, v in manifest.counts.items())
     verb = "published" if args.no_activate else "active"
     print(f"knowledge version {version} {verb} in {state.root} ({counts})", flush=True)
     return 0

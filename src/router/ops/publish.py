@@ -33,10 +33,13 @@ from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
+from router.package.amendments import AMENDMENTS_NAME, decode_amendments
+from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.content_names import is_lazy
 from router.package.fetch import FETCH_BATCH
 from router.package.layout import package_key
 from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.partitions import partition_file
 from router.package.reader import KnowledgePackage, load_package
 from router.package.records import records_in_files
 from router.ports import (
@@ -438,17 +441,39 @@ async def publish_direct(
 
 
 def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, Any]:
-    """The partitions' catalogs as one, in package-wide numbering (the partitions in order)."""
+    """The partitions' catalogs as one, in package-wide numbering (the partitions in order),
+    without the documents a delta tombstones (docs/adr/0020): they are in no store of the
+    version."""
     documents: list[dict[str, Any]] = []
     sections: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
+    dead = tombstoned(files, manifest)
     for entry in manifest.partitions:
+        hidden = dead.get(entry.key, frozenset())
         for local, text in enumerate(records_in_files(files, entry.key)):
+            if local in hidden:
+                continue
             record = json.loads(text)
             sections += [{**s, "doc": len(documents)} for s in record["sections"]]
             documents.append(record)
             records.append({"partition_key": entry.key, "doc_index": local, "record": text})
     return {"documents": documents, "sections": sections, "records": records}
+
+
+def tombstoned(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, frozenset[int]]:
+    """Base partition key → the local documents its delta tombstones."""
+    found: dict[str, frozenset[int]] = {}
+    for entry in manifest.partitions:
+        if entry.amends is None:
+            continue
+        bundle_name = partition_file(entry.key, BUNDLE_NAME)
+        resident = decode_bundle(files[bundle_name], bundle_name)
+        blob = resident.get(AMENDMENTS_NAME)
+        if blob is None:
+            raise PackageFormatError(f"delta partition {entry.key} has no {AMENDMENTS_NAME}")
+        amendments = decode_amendments(blob, f"{entry.key}.{AMENDMENTS_NAME}")
+        found[entry.amends] = frozenset(amendments.tombstones)
+    return found
 
 
 def catalog_rows(catalog: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:

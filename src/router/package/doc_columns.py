@@ -166,8 +166,10 @@ class DocColumns:
         byte planes (most significant first); ``bytes.translate`` compares a plane with the
         day's byte, and the per-document flags (one byte each, 0 or 1) are combined as the
         bits of big integers, so the work runs in C."""
-        day = min(max(day - self.day_base, 0), self.open_until - 1)
         count = self.documents
+        if not count:  # an empty partition (a delta that only removes documents)
+            return b""
+        day = min(max(day - self.day_base, 0), self.open_until - 1)
         every = int.from_bytes(b"\x01" * count, "little")
         starts_after, _ = _compare(self.valid_from, day, every)
         ends_after, ends_on = _compare(self.valid_until, day, every)

@@ -11,7 +11,14 @@ from router.knowledge.model import ALL_TENANTS
 from router.package.reader import KnowledgePackage
 from router.ports import VectorRecord
 
-__all__ = ["SHARED_NAMESPACE", "namespace_for", "query_namespaces", "section_records", "vector_id"]
+__all__ = [
+    "SHARED_NAMESPACE",
+    "namespace_for",
+    "query_namespaces",
+    "section_records",
+    "tombstoned_sections",
+    "vector_id",
+]
 
 SHARED_NAMESPACE = "shared"
 
@@ -37,6 +44,7 @@ async def section_records(package: KnowledgePackage) -> list[VectorRecord]:
     if not package.has_vectors:
         return []
     catalog = await package.read_catalog()
+    dead = tombstoned_sections(package)
     rows = [
         (partition, local)
         for partition in package.partitions
@@ -44,6 +52,8 @@ async def section_records(package: KnowledgePackage) -> list[VectorRecord]:
     ]
     records = []
     for index, ((partition, local), section) in enumerate(zip(rows, catalog.sections, strict=True)):
+        if index in dead:
+            continue
         doc = catalog.documents[catalog.section_doc[index]]
         assert partition.vectors is not None
         records.append(
@@ -61,3 +71,25 @@ async def section_records(package: KnowledgePackage) -> list[VectorRecord]:
             )
         )
     return records
+
+
+def tombstoned_sections(package: KnowledgePackage) -> set[int]:
+    """Package-wide numbers of the sections a delta tombstones (docs/adr/0020): no store of
+    the version holds their vectors."""
+    partitions = package.partitions
+    firsts: dict[str, int] = {}
+    total = 0
+    for partition in partitions:
+        firsts[partition.key] = total
+        total += partition.section_count
+    by_key = {partition.key: partition for partition in partitions}
+    dead: set[int] = set()
+    for partition in partitions:
+        if partition.amendments is None or partition.entry.amends is None:
+            continue
+        base = by_key[partition.entry.amends]
+        first = base.columns.first
+        for doc in partition.amendments.tombstones:
+            start = firsts[base.key]
+            dead.update(range(start + first[doc], start + first[doc + 1]))
+    return dead

@@ -1,0 +1,226 @@
+"""``kr build`` without a full compile: the files changed since the last full build, compiled as
+delta partitions against it (docs/adr/0020) — or the reason a full build is needed instead.
+
+Why a reason and not an error: a delta is an optimisation with a bound. New build settings,
+a new parser or synonyms, a new tenant, an id another unchanged file also defines (the full
+build's cross-file checks decide those), or more change than ``DeltaPolicy`` allows — each
+falls back to the full build, which is always right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kr.build_base import BuildBase, FileState, file_digest
+from kr.document_cache import DocumentCache, parser_digest
+from router.compile.corpus import SYNONYMS_FILE, Diagnostic, knowledge_files
+from router.compile.delta import DeltaPolicy, changes_since, compile_delta
+from router.compile.embedding import PassageEncoder, embed_sections
+from router.compile.indexer import BuildConfig, CompiledPackage
+from router.errors import KnowledgeFormatError
+from router.knowledge.model import Document
+from router.knowledge.parser import parse_document
+from router.package.listing import lazy_files
+from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.partitions import partition_key
+
+__all__ = ["DeltaBuild", "PackageFiles", "Scan", "build_fingerprint", "scan_changes", "try_delta"]
+
+
+def build_fingerprint(root: Path, config: BuildConfig, encoder: str | None) -> str:
+    """What a base stays valid under: the build settings, the parser's sources, the synonyms
+    file and the embedder; any change makes the next build a full one."""
+    digest = hashlib.sha256(parser_digest())
+    digest.update(repr(config).encode())
+    digest.update(repr(encoder).encode())
+    synonyms = root / SYNONYMS_FILE
+    digest.update(synonyms.read_bytes() if synonyms.is_file() else b"-")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Scan:
+    """The files whose bytes differ from the base's (or that it lacks), and those it had that
+    are gone."""
+
+    changed: dict[str, bytes]
+    removed: list[str]
+    unchanged: int
+
+
+def scan_changes(root: Path, base: Mapping[str, FileState]) -> Scan:
+    """Compare ``root`` with the base: a file whose size and mtime are the base's is taken as
+    unchanged (as git's index does); another is read, and changed if its digest differs."""
+    changed: dict[str, bytes] = {}
+    unchanged = 0
+    present = knowledge_files(root)
+    for path in present:
+        known = base.get(path)
+        stat = os.stat(root / path)
+        if known is not None and (stat.st_size, stat.st_mtime_ns) == (known.size, known.mtime_ns):
+            unchanged += 1
+            continue
+        raw = (root / path).read_bytes()
+        if known is not None and file_digest(raw) == known.digest:
+            unchanged += 1
+        else:
+            changed[path] = raw
+    listed = set(present)
+    return Scan(changed, sorted(path for path in base if path not in listed), unchanged)
+
+
+@dataclass
+class DeltaBuild:
+    """An incremental build: the package (the base's partitions and the deltas), its base."""
+
+    package: CompiledPackage
+    base_version: str
+    base_manifest: Manifest
+    scan: Scan
+    documents: list[Document]  # the changed and added ones, parsed
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def try_delta(
+    root: Path,
+    base: BuildBase,
+    read_base: Callable[[str], bytes],
+    *,
+    config: BuildConfig,
+    fingerprint: str,
+    strict: bool = False,
+    encoder: PassageEncoder | None = None,
+    reuse: DocumentCache | None = None,
+    policy: DeltaPolicy | None = None,
+) -> DeltaBuild | str:
+    """The delta build of ``root`` against ``base`` (``read_base(name)``: a file of the base
+    version), or why a full build is needed."""
+    if base.version is None:
+        return "no full build is recorded in this state"
+    if base.fingerprint != fingerprint:
+        return "the build settings, parser, synonyms or embedder changed since the full build"
+    scan = scan_changes(root, base.files())
+    documents, diagnostics = _parse(scan.changed, reuse)
+    errors = [d for d in diagnostics if d.level == "error"]
+    if strict and errors:
+        first = errors[0]
+        raise KnowledgeFormatError(first.path, first.line, f"{len(errors)} error(s): {first}")
+    failed = [d.path for d in errors]
+    gone = set(scan.removed) | set(failed) | {doc.path for doc in documents}
+    manifest = base.manifest()
+    reason = _needs_full(documents, gone, base, manifest, policy or DeltaPolicy())
+    if reason is not None:
+        return reason
+    placed = base.placements(sorted(gone))
+    changes = changes_since(placed, documents, [*scan.removed, *failed])
+    embeddings = embed_sections(documents, encoder) if encoder is not None else None
+    resident = {name: read_base(name) for name in manifest.artifacts}
+    source: Mapping[str, object] = {
+        "files": scan.unchanged + len(documents),
+        "skipped": len(errors),
+    }
+    if not scan.changed and not scan.removed:
+        source = manifest.source  # nothing changed: the base version itself
+    package = compile_delta(
+        manifest, resident, base.partitions(), changes, config, embeddings, source
+    )
+    return DeltaBuild(package, manifest.knowledge_version, manifest, scan, documents, diagnostics)
+
+
+def _parse(
+    changed: Mapping[str, bytes], reuse: DocumentCache | None
+) -> tuple[list[Document], list[Diagnostic]]:
+    """The changed files parsed (in path order); a malformed one is an error naming its line."""
+    documents: list[Document] = []
+    diagnostics: list[Diagnostic] = []
+    for path in sorted(changed):
+        raw = changed[path]
+        try:
+            doc = reuse.get(path, raw) if reuse is not None else None
+            if doc is None:
+                doc = parse_document(path, raw)
+                if reuse is not None:
+                    reuse.put(path, raw, doc)
+        except KnowledgeFormatError as exc:
+            diagnostics.append(Diagnostic("error", exc.path, exc.line, exc.detail))
+            continue
+        documents.append(doc)
+        diagnostics += [Diagnostic("warning", path, n, m) for n, m in doc.warnings]
+    return documents, diagnostics
+
+
+def _needs_full(
+    documents: Sequence[Document],
+    gone: set[str],
+    base: BuildBase,
+    manifest: Manifest,
+    policy: DeltaPolicy,
+) -> str | None:
+    """Why these changes cannot be a delta, or None."""
+    entries = {entry.key: entry for entry in manifest.partitions}
+    sections: dict[str, int] = {}
+    for doc in documents:
+        key = partition_key(doc.tenant)
+        if key not in entries:
+            return f"{doc.path}: tenant {doc.tenant!r} has no partition yet"
+        sections[key] = sections.get(key, 0) + len(doc.sections)
+    for key, count in sections.items():
+        if not policy.allows(count, entries[key].sections):
+            return (
+                f"{count} changed sections in partition {key} exceed the delta bound "
+                f"({entries[key].sections} in its base)"
+            )
+    seen: set[tuple[str, str]] = set()
+    for doc in documents:
+        key = partition_key(doc.tenant)
+        folded = (doc.semantic_id.casefold(), key)
+        if folded in seen or _defined_elsewhere(base, "d", folded[0], gone, key):
+            return f"{doc.path}: id {doc.semantic_id!r} is defined by another file too"
+        seen.add(folded)
+        explicit = [s.section_id for s in doc.sections if s.explicit_id]
+        if any(_defined_elsewhere(base, "s", s.casefold(), gone, None) for s in explicit):
+            return f"{doc.path}: a section id is defined by another file too"
+    return None
+
+
+def _defined_elsewhere(
+    base: BuildBase, kind: str, folded: str, gone: set[str], partition: str | None
+) -> bool:
+    """Whether an unchanged base file defines the id (in ``partition``, when given)."""
+    return any(
+        path not in gone and (partition is None or key == partition)
+        for key, path in base.owners(kind, folded)
+    )
+
+
+class PackageFiles(Mapping[str, bytes]):
+    """A delta version's files for publishing: its own, and its base's read on demand from
+    where the base was published (``read_base``), never all held at once."""
+
+    def __init__(
+        self, own: Mapping[str, bytes], base: Manifest, read_base: Callable[[str], bytes]
+    ) -> None:
+        self._own = own
+        self._read = read_base
+        resident = {name: read_base(name) for name in base.artifacts}
+        self._base = set(resident) | set(lazy_files(base, resident))
+        self._base.discard(MANIFEST_NAME)
+
+    def __getitem__(self, name: str) -> bytes:
+        found = self._own.get(name)
+        if found is not None:
+            return found
+        if name not in self._base:
+            raise KeyError(name)
+        return self._read(name)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._own
+        yield from (name for name in self._base if name not in self._own)
+
+    def __len__(self) -> int:
+        return len(self._own) + sum(1 for name in self._base if name not in self._own)
