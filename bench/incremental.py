@@ -6,17 +6,19 @@ What it does, in one process, on a copy of ``--source`` (a knowledge folder, e.g
 bench/synthetic_corpus.py; never modified) and a fresh local state (folder = R2, SQLite = D1 and
 KV, the embedded defaults):
 
-- a first full build, published and activated: the baseline, which also fills the state's
-  document cache (``<state>/build/documents.sqlite``) and the vector cache;
-- then three changes, each followed by an incremental build (``build_knowledge(reuse=the
-  document cache)``, what ``kr build`` does) and a publish into the same state, and by a full
-  build of the same folder (no reuse) for comparison: one edited document, ten edited
-  documents, one added and one removed document;
-- per change: build seconds (parse / the rest), publish seconds, files and bytes the publish
-  uploaded (from its report) and the bytes of the package that differ from the previous
-  version's (content-named files new to the store, plus the resident files), D1 rows written,
-  vector records upserted; the package's size; whether the incremental package is the full
-  build's, byte for byte (same version id: the id is a hash over every artifact).
+- a first full build, published: the baseline, which also fills the state's document cache
+  and records the base an incremental build compiles against (``<state>/build/base.sqlite``,
+  kr/build_base.py; its seconds are reported apart);
+- then three changes, each followed by what ``kr build`` does between full builds — the delta
+  build (kr/incremental.py: scan, parse the changed files, compile delta partitions against
+  the base, docs/adr/0020) and its publish into the same state — and by a full build of the
+  same folder for comparison: one edited document, ten edited documents, one added and one
+  removed document;
+- per change: delta build seconds (of which the scan), publish seconds, files and bytes the
+  publish uploaded and reused (its report), D1 rows and vector records written; the full
+  build's seconds and rows; and whether the answers are the full build's: over the corpus's
+  own query set (``_queries.jsonl``, answers known by construction), the share of queries
+  with the same first result and the same top-10 set, and hit@1 of each.
 
 Writes ``bench/incremental.json`` (``--out``) and prints a table; the figures and what they
 mean: bench/README.md, "Incremental builds".
@@ -30,27 +32,35 @@ import datetime as dt
 import json
 import platform
 import random
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kr.build_base import BuildBase
+from kr.commands.build import base_reader
 from kr.document_cache import DocumentCache
+from kr.golden import load_golden
+from kr.incremental import DeltaBuild, PackageFiles, build_fingerprint, scan_changes, try_delta
 from router.adapters.local.embedders import embedder_by_name
 from router.adapters.local.state import LocalState
 from router.compile.build import BuildResult, build_knowledge
 from router.compile.corpus import knowledge_files
+from router.compile.indexer import BuildConfig
 from router.ops.publish import MemoryJournal, PublishReport, PublishTarget, catalog_rows, publish
 from router.ops.publish import package_catalog as catalog_of
-from router.package.manifest import MANIFEST_NAME
+from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.reader import load_package
+from router.pipeline import run_query
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "incremental.json"
+TODAY = "2026-06-15"
 EDIT = "\n\nNota de revisão {n}: inspecionar o talabarte e o trava-quedas antes de cada uso.\n"
 
 
@@ -86,7 +96,9 @@ def timed_build(folder: Path, embedder: str, state: Path | None) -> Built:
     return Built(result, files, seconds, parse_s, parsed, reused)
 
 
-async def timed_publish(files: dict[str, bytes], state: LocalState) -> tuple[PublishReport, float]:
+async def timed_publish(
+    files: Mapping[str, bytes], state: LocalState
+) -> tuple[PublishReport, float]:
     # The local state has no vector index (the local service embeds in process), so the vectors
     # a Vectorize publish would upsert are what the report counts as skipped.
     target = PublishTarget(
@@ -97,34 +109,42 @@ async def timed_publish(files: dict[str, bytes], state: LocalState) -> tuple[Pub
     return report, time.perf_counter() - started
 
 
-def changed_bytes(files: dict[str, bytes], previous: dict[str, bytes]) -> tuple[int, int]:
-    """(files, bytes) of ``files`` that ``previous`` does not hold with the same content."""
-    new = [name for name, blob in files.items() if previous.get(name) != blob]
-    return len(new), sum(len(files[name]) for name in new)
+@dataclass
+class Delta:
+    build: DeltaBuild
+    files: PackageFiles
+    seconds: float
+    scan_seconds: float
 
 
-def kind_of(name: str) -> str:
-    """A file's kind: the stem of a content-named file (``s``, ``texts``…), else its name
-    without the partition prefix (``partition.bin``, ``manifest.json``)."""
-    found = re.search(r"\.(\w+)-[0-9a-f]{16}\.bin$", name)
-    return found.group(1) if found else name.split(".", 1)[-1]
+def timed_delta(folder: Path, embedder: str, state: LocalState, base: BuildBase) -> Delta:
+    """What ``kr build`` does between full builds: scan, parse what changed, compile deltas."""
+    config = BuildConfig()
+    cache = DocumentCache(state.root)
+    started = time.perf_counter()
+    scanned = scan_changes(folder, base.files())
+    scan_s = time.perf_counter() - started
+    found = try_delta(
+        folder,
+        base,
+        base_reader(state, base.version),
+        config=config,
+        fingerprint=build_fingerprint(folder, config, embedder),
+        encoder=embedder_by_name(embedder),
+        reuse=cache,
+    )
+    seconds = time.perf_counter() - started - scan_s  # try_delta scans again: counted once
+    cache.close()
+    if not isinstance(found, DeltaBuild):
+        raise SystemExit(f"the change needs a full build: {found}")
+    assert found.scan.changed.keys() == scanned.changed.keys()
+    files = PackageFiles(
+        found.package.files(), found.base_manifest, base_reader(state, base.version)
+    )
+    return Delta(found, files, seconds, scan_s)
 
 
-def differing_by_kind(files: dict[str, bytes], previous: dict[str, bytes]) -> dict[str, list[int]]:
-    """kind → [files differing, bytes differing, bytes in all] of the new package."""
-    kinds: dict[str, list[int]] = {}
-    for name, blob in files.items():
-        row = kinds.setdefault(kind_of(name), [0, 0, 0])
-        row[2] += len(blob)
-        if previous.get(name) != blob:
-            row[0] += 1
-            row[1] += len(blob)
-    return dict(sorted(kinds.items(), key=lambda item: -item[1][1]))
-
-
-def rows_written(files: dict[str, bytes]) -> int:
-    from router.package.manifest import Manifest
-
+def rows_written(files: Mapping[str, bytes]) -> int:
     manifest = Manifest.from_bytes(files[MANIFEST_NAME])
     return sum(len(rows) for rows in catalog_rows(catalog_of(files, manifest)).values())
 
@@ -149,72 +169,120 @@ def add_and_remove(folder: Path, rng: random.Random) -> list[str]:
     return [removed, added]
 
 
-def report_row(
-    change: str, built: Built, full: Built, published: PublishReport, publish_s: float,
-    previous: dict[str, bytes],
-) -> dict[str, Any]:  # fmt: skip
-    package_bytes = sum(len(blob) for blob in built.files.values())
-    files_new, bytes_new = changed_bytes(built.files, previous)
-    uploaded = getattr(published, "bytes_uploaded", None)
+def same_answers(
+    delta: Mapping[str, bytes], full: Mapping[str, bytes], queries: Path, limit: int
+) -> dict[str, Any]:
+    """Over the corpus's query set: the share of queries whose first result and top-10 set are
+    the full build's, and hit@1 (an expected document first) of each."""
+    golden = load_golden(queries)[:limit]
+    loaded = [load_package(f[MANIFEST_NAME], f.__getitem__) for f in (delta, full)]
+    first = same_set = 0
+    hits = [0, 0]
+    for query in golden:
+        tops = []
+        for index, package in enumerate(loaded):
+            response = run_query(package, query.request, today=TODAY)
+            top = [(r.doc_id, r.section_id) for r in response.results[:10]]
+            hits[index] += bool(top) and top[0][0] in query.expected
+            tops.append(top)
+        first += tops[0][:1] == tops[1][:1]
+        same_set += set(tops[0]) == set(tops[1])
+    count = max(1, len(golden))
     return {
-        "change": change,
-        "documents": len(built.result.corpus.documents),
-        "sections": built.result.package.manifest.counts["sections"],
-        "package_files": len(built.files),
-        "package_bytes": package_bytes,
-        "incremental": {
-            "build_s": round(built.seconds, 2),
-            "parse_s": round(built.parse_seconds, 2),
-            "parsed": built.parsed,
-            "reused": built.reused,
-            "publish_s": round(publish_s, 2),
-            "blobs_uploaded": getattr(published, "blobs_uploaded", None),
-            "bytes_uploaded": uploaded,
-            "files_differing": files_new,
-            "bytes_differing": bytes_new,
-            "d1_rows_written": rows_written(built.files),
-            "vectors_upserted": published.vectors_upserted + published.vectors_skipped,
-            "differing_by_kind": differing_by_kind(built.files, previous),
-        },
-        "full": {
-            "build_s": round(full.seconds, 2),
-            "parse_s": round(full.parse_seconds, 2),
-            "bytes": package_bytes,
-            "d1_rows_written": rows_written(full.files),
-            "vectors_upserted": full.result.package.manifest.counts["sections"]
-            if full.result.package.manifest.embedding
-            else 0,
-        },
-        "same_as_full": None
-        if full is built
-        else built.result.package.knowledge_version == full.result.package.knowledge_version,
-        "version": built.result.package.knowledge_version,
+        "queries": len(golden),
+        "same_first": round(first / count, 4),
+        "same_top10_set": round(same_set / count, 4),
+        "hit1_delta": round(hits[0] / count, 4),
+        "hit1_full": round(hits[1] / count, 4),
+    }
+
+
+def full_row(built: Built, published: PublishReport, publish_s: float) -> dict[str, Any]:
+    return {
+        "build_s": round(built.seconds, 2),
+        "parse_s": round(built.parse_seconds, 2),
+        "parsed": built.parsed,
+        "reused": built.reused,
+        "publish_s": round(publish_s, 2),
+        "blobs_uploaded": published.blobs_uploaded,
+        "bytes_uploaded": published.bytes_uploaded,
+        "d1_rows_written": rows_written(built.files),
+        "vectors": built.result.package.manifest.counts["sections"]
+        if built.result.package.manifest.embedding
+        else 0,
     }
 
 
 async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     folder = work / "knowledge"
     shutil.copytree(args.source, folder)
-    state_root = work / "state"
-    state = LocalState(state_root)
+    state = LocalState(work / "state")
     rng = random.Random(args.seed)
-    first = timed_build(folder, args.embedder, state_root)
+    first = timed_build(folder, args.embedder, state.root)
+    base = BuildBase(state.root)
+    started = time.perf_counter()
+    base.record(
+        folder,
+        first.result.package,
+        first.result.corpus.documents,
+        build_fingerprint(folder, BuildConfig(), args.embedder),
+    )
+    record_s = time.perf_counter() - started
     published, publish_s = await timed_publish(first.files, state)
-    rows: list[dict[str, Any]] = [report_row("first build", first, first, published, publish_s, {})]
-    previous = first.files
+    package_bytes = sum(len(blob) for blob in first.files.values())
+    rows: list[dict[str, Any]] = [
+        {
+            "change": "first build",
+            "documents": len(first.result.corpus.documents),
+            "sections": first.result.package.manifest.counts["sections"],
+            "package_files": len(first.files),
+            "package_bytes": package_bytes,
+            "base_record_s": round(record_s, 2),
+            "full": full_row(first, published, publish_s),
+        }
+    ]
+    print(json.dumps(rows[-1]), flush=True)
     changes = [
         ("1 document edited", lambda: edit_documents(folder, 1, rng)),
         ("10 documents edited", lambda: edit_documents(folder, 10, rng)),
         ("1 added, 1 removed", lambda: add_and_remove(folder, rng)),
     ]
+    queries = args.source / "_queries.jsonl"
     for name, change in changes[: args.changes]:
         change()
-        built = timed_build(folder, args.embedder, state_root)
-        published, publish_s = await timed_publish(built.files, state)
-        full = built if args.no_full else timed_build(folder, args.embedder, None)
-        rows.append(report_row(name, built, full, published, publish_s, previous))
-        previous = built.files
+        delta = timed_delta(folder, args.embedder, state, base)
+        published, publish_s = await timed_publish(delta.files, state)
+        own = delta.build.package.artifacts
+        row: dict[str, Any] = {
+            "change": name,
+            "version": delta.build.package.knowledge_version,
+            "delta": {
+                "build_s": round(delta.seconds + delta.scan_seconds, 2),
+                "scan_s": round(delta.scan_seconds, 2),
+                "parsed": len(delta.build.scan.changed),
+                "removed": len(delta.build.scan.removed),
+                "build_publish_s": round(delta.seconds + delta.scan_seconds + publish_s, 2),
+                "publish_s": round(publish_s, 2),
+                "blobs_uploaded": published.blobs_uploaded,
+                "bytes_uploaded": published.bytes_uploaded,
+                "blobs_reused": published.blobs_reused,
+                "bytes_reused": published.bytes_reused,
+                "uploaded_share": round(published.bytes_uploaded / package_bytes, 5),
+                "delta_files": len(own),
+                "delta_bytes": sum(len(blob) for blob in own.values()),
+                "d1_rows_written": rows_written(delta.files),
+                "vectors": published.vectors_upserted + published.vectors_skipped,
+            },
+        }
+        if not args.no_full:
+            full = timed_build(folder, args.embedder, None)
+            row["full"] = full_row(full, published, float("nan"))
+            row["full"].pop("publish_s")
+            if queries.is_file():
+                row["answers"] = same_answers(delta.files, full.files, queries, args.queries)
+        rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
+    base.close()
     return {"conditions": conditions(args), "rows": rows}
 
 
@@ -238,23 +306,34 @@ def print_table(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="Incremental build + delta publish vs full rebuild")
-    for column in ("change", "sections", "package MB", "build s inc / full", "parse s inc / full",
-                   "parsed / reused", "publish s", "uploaded MB (files)", "differing MB (files)",
-                   "D1 rows", "vectors", "= full"):  # fmt: skip
+    table = Table(title="Delta build + publish vs full rebuild (docs/adr/0020)")
+    for column in ("change", "build s delta / full", "of which scan s", "publish s",
+                   "build+publish s", "uploaded MB (files)", "uploaded % of package",
+                   "D1 rows delta / full", "same 1st / top-10", "hit@1 delta / full"):  # fmt: skip
         table.add_column(column, justify="left" if column == "change" else "right")
-    for row in report["rows"]:
-        inc, full = row["incremental"], row["full"]
-        uploaded = inc["bytes_uploaded"]
+    first = report["rows"][0]
+    full = first["full"]
+    table.add_row(
+        f"first build ({first['sections']:,} sections, {first['package_bytes'] / 1e6:.1f} MB)",
+        f"— / {full['build_s']:.1f}", "—", f"{full['publish_s']:.1f}", "—",
+        f"{full['bytes_uploaded'] / 1e6:.2f} ({full['blobs_uploaded']:,})", "100",
+        f"— / {full['d1_rows_written']:,}", "—", "—",
+    )  # fmt: skip
+    for row in report["rows"][1:]:
+        delta, full = row["delta"], row.get("full", {})
+        answers = row.get("answers")
         table.add_row(
-            row["change"], f"{row['sections']:,}", f"{row['package_bytes'] / 1e6:.1f}",
-            f"{inc['build_s']:.1f} / {full['build_s']:.1f}",
-            f"{inc['parse_s']:.1f} / {full['parse_s']:.1f}",
-            f"{inc['parsed']:,} / {inc['reused']:,}", f"{inc['publish_s']:.1f}",
-            "—" if uploaded is None else f"{uploaded / 1e6:.2f} ({inc['blobs_uploaded']:,})",
-            f"{inc['bytes_differing'] / 1e6:.2f} ({inc['files_differing']:,})",
-            f"{inc['d1_rows_written']:,}", f"{inc['vectors_upserted']:,}",
-            {True: "yes", False: "NO", None: "not built"}[row["same_as_full"]],
+            row["change"],
+            f"{delta['build_s']:.2f} / {full.get('build_s', float('nan')):.1f}",
+            f"{delta['scan_s']:.2f}", f"{delta['publish_s']:.2f}",
+            f"{delta['build_publish_s']:.2f}",
+            f"{delta['bytes_uploaded'] / 1e6:.3f} ({delta['blobs_uploaded']:,})",
+            f"{100 * delta['uploaded_share']:.3f}",
+            f"{delta['d1_rows_written']:,} / {full.get('d1_rows_written', '—')}",
+            "—" if answers is None
+            else f"{answers['same_first']:.3f} / {answers['same_top10_set']:.3f}",
+            "—" if answers is None
+            else f"{answers['hit1_delta']:.3f} / {answers['hit1_full']:.3f}",
         )  # fmt: skip
     Console(width=220).print(table)
 
@@ -267,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--work", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--changes", type=int, default=3, help="the first N of the 3 changes")
+    parser.add_argument("--queries", type=int, default=200, help="queries compared per change")
     parser.add_argument(
         "--no-full",
         action="store_true",

@@ -68,7 +68,11 @@ async def stored_package_files(state: LocalState, version: str) -> dict[str, byt
     """Every file of a version published to the local state (``PackageFormatError`` when one
     is missing)."""
     get = package_getter(state.blobs, version)
-    return await fetch_package_files(get, f"version {version} in {state.root}")
+    return await fetch_package_files(
+        get,
+        f"version {version} in {state.root}",
+        follow=lambda manifest: package_getter(state.blobs, version, manifest),
+    )
 
 
 def full_loader(kv: KeyValueStore, blobs: BlobStore) -> KnowledgeService:

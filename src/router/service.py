@@ -25,9 +25,9 @@ from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
 from router.package.content_names import is_lazy
 from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fetch_package_files
-from router.package.layout import legacy_key, package_key
+from router.package.layout import file_key, legacy_key, package_key
 from router.package.manifest import MANIFEST_NAME, Manifest, check_version_id
-from router.package.partitions import SHARED_PARTITION
+from router.package.partitions import SHARED_PARTITION, delta_key
 from router.package.reader import KnowledgePackage, load_package
 from router.package.shard_store import ChunkIntoFetcher
 from router.pipeline import CascadeServices, cached_before_loading, run_cascade
@@ -73,16 +73,21 @@ VectorStageFactory = Callable[[Manifest], tuple[Embedder | None, VectorIndex | N
 vector stage for that package."""
 
 
-def package_getter(blobs: BlobStore, version: str) -> ArtifactGetter:
+def package_getter(
+    blobs: BlobStore, version: str, manifest: Manifest | None = None
+) -> ArtifactGetter:
     """Reads one file of ``version`` from ``blobs`` (None when it is not there).
 
-    The key is :func:`router.package.layout.package_key`'s. A content-named file missing at its
+    The key is :func:`router.package.layout.package_key`'s, or with the version's
+    ``manifest`` :func:`~router.package.layout.file_key`'s (a delta's base files are in its
+    base version's folder, docs/adr/0020). A content-named file missing at its
     shared key is looked for once more under the version's folder, where packages published
     before shared objects keep it (docs/adr/0017): one extra read on a miss only, so a rollback
     to such a version still works; a present file costs one read as before."""
 
     async def get(name: str) -> bytes | None:
-        found = await blobs.get(package_key(version, name))
+        key = file_key(manifest, name) if manifest is not None else package_key(version, name)
+        found = await blobs.get(key)
         if found is None and is_lazy(name):
             return await blobs.get(legacy_key(version, name))
         return found
@@ -105,6 +110,15 @@ def _into_getter(blobs: BlobStore, version: str, where: str) -> ChunkIntoFetcher
         return found
 
     return get_into
+
+
+SHARED_PARTITIONS = frozenset({SHARED_PARTITION, delta_key(SHARED_PARTITION)})
+"""Read when a version loads: every caller's view holds them (a tenant's on its first query)."""
+
+
+def _shared_indices(manifest: Manifest) -> list[int]:
+    """The manifest indices of the shared partition and of its delta, if any."""
+    return [i for i, entry in enumerate(manifest.partitions) if entry.key in SHARED_PARTITIONS]
 
 
 @dataclass
@@ -250,13 +264,16 @@ class KnowledgeService:
             where,
             with_vectors=self.needs_vectors,
             with_lazy=False,
-            partitions=None if self.needs_vectors else {SHARED_PARTITION},
+            partitions=None if self.needs_vectors else SHARED_PARTITIONS,
+            follow=lambda manifest: package_getter(self.blobs, version, manifest),
         )
+        manifest = Manifest.from_bytes(files[MANIFEST_NAME])
+        get = package_getter(self.blobs, version, manifest)
         rows = self.record_rows
 
         async def read_rows(partition: str, docs: list[int]) -> dict[int, str]:
-            assert rows is not None
-            return await rows.read(version, partition, docs)
+            assert rows is not None  # a delta's base partitions: its base version's rows
+            return await rows.read(manifest.partition_home(partition), partition, docs)
 
         package = load_package(
             files[MANIFEST_NAME],
@@ -264,7 +281,7 @@ class KnowledgeService:
             with_vectors=self.needs_vectors,
             fetch_chunk=lambda name: fetch_artifact(get, where, name),
             read_rows=read_rows if rows is not None else None,
-            only=None if self.needs_vectors else [0],
+            only=None if self.needs_vectors else _shared_indices(manifest),
             fetch_partitions=lambda names: fetch_files(get, where, names),
             fetch_chunk_into=_into_getter(self.blobs, version, where),
         )

@@ -102,8 +102,11 @@ def test_the_delta_adds_partitions_and_rewrites_no_base_file(
     ]
     amended = {e.amends for e in delta.partitions if e.amends}
     assert amended == {"shared", partition_key(ALFA)}
-    for name, entry in base.artifacts.items():
-        assert delta.artifacts[name] == entry
+    for name, entry in base.artifacts.items():  # named where the base stored them
+        assert delta.artifacts[name] == {**entry, "home": base.knowledge_version}
+        assert delta.home(name) == base.knowledge_version
+    own = [n for n in delta.artifacts if n not in base.artifacts]
+    assert own and all(delta.home(n) == delta.knowledge_version for n in own)
     assert delta.knowledge_version != base.knowledge_version
 
 

@@ -159,7 +159,8 @@ def compile_delta(
     """The new version: ``base``'s partitions (``base_artifacts``: its resident files) and a
     delta per changed base partition. ``embeddings``: the vectors of ``changes.documents``, in
     that order. The package's artifacts are the deltas' files only; the base's stay where the
-    base was published."""
+    base published them, and the manifest says so (``Manifest.home``): no file, D1 row or
+    vector record of a base partition is stored again."""
     if any(entry.amends for entry in base.partitions):
         raise ConfigError("a delta amends a base compiled in full, not another delta")
     groups = _by_partition(changes, bases)
@@ -217,6 +218,7 @@ def compile_delta(
         index=base.index,
         embedding=base.embedding,
         partitions=(*base_entries, *entries),
+        homes=dict.fromkeys(base_artifacts, base.knowledge_version),
     )
     return CompiledPackage(manifest, artifacts)
 

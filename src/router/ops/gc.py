@@ -107,12 +107,14 @@ async def plan_gc(
     pinned = [v for v in (active, previous) if v]
     others = [v for v in newest_first if v not in pinned]
     kept = [*dict.fromkeys(pinned), *others[:keep]]
-    dropped = others[keep:]
-
     referenced: set[str] = set()
-    for version in kept:
+    for version in kept:  # grows: a kept delta's base is kept, and scanned in turn
         if version in stored:
-            referenced |= await _referenced(blobs, version)
+            names, homes = await _referenced(blobs, version)
+            referenced |= names
+            kept += [home for home in homes if home not in kept]  # a delta's base stays whole
+    dropped = [v for v in others if v not in kept]
+
     objects = [k for k in keys if k.startswith(OBJECTS_PREFIX)]
     plan = GcPlan(active=active, previous=previous, kept=kept, dropped=dropped)
     plan.object_keys = [k for k in objects if k not in referenced]
@@ -126,13 +128,18 @@ async def plan_gc(
     return plan
 
 
-async def _referenced(blobs: BlobStore, version: str) -> set[str]:
-    """The shared object keys a kept version's directories name; ``GcError`` when the version
-    cannot be read whole (then no one can say what it needs)."""
+async def _referenced(blobs: BlobStore, version: str) -> tuple[set[str], set[str]]:
+    """The shared object keys a kept version's directories name, and the other versions whose
+    files, rows and vectors it uses (a delta's base, docs/adr/0020); ``GcError`` when the
+    version cannot be read whole (then no one can say what it needs)."""
     where = f"kept version {version}"
     try:
         files = await fetch_package_files(
-            package_getter(blobs, version), where, with_vectors=False, with_lazy=False
+            package_getter(blobs, version),
+            where,
+            with_vectors=False,
+            with_lazy=False,
+            follow=lambda manifest: package_getter(blobs, version, manifest),
         )
         manifest = Manifest.from_bytes(files[MANIFEST_NAME])
         resident = {n: manifest.verify(n, b) for n, b in files.items() if n != MANIFEST_NAME}
@@ -142,7 +149,8 @@ async def _referenced(blobs: BlobStore, version: str) -> set[str]:
             f"{where} cannot be read ({exc.message}); nothing was deleted: repair or "
             "republish it first"
         ) from exc
-    return {package_key(version, name) for name in names}
+    homes = {manifest.home(name) for name in manifest.artifacts} - {version}
+    return {package_key(version, name) for name in names}, homes
 
 
 async def _vector_ids(blobs: BlobStore, version: str) -> list[str]:

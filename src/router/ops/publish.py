@@ -33,13 +33,10 @@ from typing import Any
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
-from router.package.amendments import AMENDMENTS_NAME, decode_amendments
-from router.package.bundle import BUNDLE_NAME, decode_bundle
 from router.package.content_names import is_lazy
 from router.package.fetch import FETCH_BATCH
-from router.package.layout import package_key
+from router.package.layout import file_key
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.partitions import partition_file
 from router.package.reader import KnowledgePackage, load_package
 from router.package.records import records_in_files
 from router.ports import (
@@ -263,7 +260,7 @@ async def publish(
     records: list[VectorRecord] = []
     done = await journal.done(target.name, version)
     try:
-        present = await _present(files, target, version, steps, done)
+        present = await _present(files, target, package.manifest, steps, done)
     except RouterError as exc:  # reported as the first blob step still to run: it needs it
         first = next((s for s in steps if s.startswith("blob:") and s not in done), steps[0])
         raise PublishError(first, version, target.name, exc) from exc
@@ -315,7 +312,7 @@ async def _run_step(
             report.blobs_reused += 1
             report.bytes_reused += len(files[name])
         else:
-            await target.blobs.put(package_key(version, name), files[name])
+            await target.blobs.put(file_key(package.manifest, name), files[name])
             report.blobs_uploaded += 1
             report.bytes_uploaded += len(files[name])
     elif step == VERIFY_STEP:
@@ -327,7 +324,7 @@ async def _run_step(
     elif step.startswith("vectors:"):
         assert target.vectors is not None
         if not records:
-            records.extend(await section_records(package))
+            records.extend(await section_records(package, published_here=True))
         start = int(step.removeprefix("vectors:")) * target.vector_batch
         batch = records[start : start + target.vector_batch]
         report.vectors_upserted += await target.vectors.upsert(batch)
@@ -356,24 +353,26 @@ async def stored_sizes(blobs: BlobStore, keys: Sequence[str]) -> list[int | None
 async def _present(
     files: Mapping[str, bytes],
     target: PublishTarget,
-    version: str,
+    manifest: Manifest,
     steps: Sequence[str],
     done: set[str],
 ) -> set[str]:
     """The content-named files whose blob step is still to run and that the target already
     holds with their size — the delta. Resident files (manifest, bundles, vectors) are per
-    version: always uploaded. A file that failed verification is uploaded whatever is there."""
+    version: always uploaded, except a delta's base files, which its base published
+    (``Manifest.home``). A file that failed verification is uploaded whatever is there."""
     if not target.reuse_objects:
         return set()
+    version = manifest.knowledge_version
     names = [
         name
         for name in files
-        if is_lazy(name)
+        if (is_lazy(name) or manifest.home(name) != version)
         and blob_step(name) in steps
         and blob_step(name) not in done
         and _rewrite_mark(name) not in done
     ]
-    sizes = await stored_sizes(target.blobs, [package_key(version, name) for name in names])
+    sizes = await stored_sizes(target.blobs, [file_key(manifest, name) for name in names])
     return {name for name, size in zip(names, sizes, strict=True) if size == len(files[name])}
 
 
@@ -391,11 +390,9 @@ async def _verify(
     bad: list[str] = []
     for start in range(0, len(uploaded), FETCH_BATCH):
         batch = uploaded[start : start + FETCH_BATCH]
-        stored = await concurrently(
-            [target.blobs.get(package_key(version, name)) for name in batch]
-        )
+        stored = await concurrently([target.blobs.get(file_key(manifest, name)) for name in batch])
         bad += [name for name, blob in zip(batch, stored, strict=True) if blob != files[name]]
-    sizes = await stored_sizes(target.blobs, [package_key(version, name) for name in reused])
+    sizes = await stored_sizes(target.blobs, [file_key(manifest, name) for name in reused])
     bad += [name for name, size in zip(reused, sizes, strict=True) if size != len(files[name])]
     if bad:
         bad.sort()
@@ -441,39 +438,22 @@ async def publish_direct(
 
 
 def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, Any]:
-    """The partitions' catalogs as one, in package-wide numbering (the partitions in order),
-    without the documents a delta tombstones (docs/adr/0020): they are in no store of the
-    version."""
+    """The partitions' catalogs as one, in package-wide numbering (the partitions in order).
+    A delta version (docs/adr/0020) has rows for its delta partitions only: its base partitions'
+    rows are their base version's (``Manifest.partition_home``), (the documents it
+    tombstones among them are hidden by the filters before any row is read)."""
     documents: list[dict[str, Any]] = []
     sections: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
-    dead = tombstoned(files, manifest)
     for entry in manifest.partitions:
-        hidden = dead.get(entry.key, frozenset())
+        if manifest.partition_home(entry.key) != manifest.knowledge_version:
+            continue  # a delta's base partition: its rows are its base version's
         for local, text in enumerate(records_in_files(files, entry.key)):
-            if local in hidden:
-                continue
             record = json.loads(text)
             sections += [{**s, "doc": len(documents)} for s in record["sections"]]
             documents.append(record)
             records.append({"partition_key": entry.key, "doc_index": local, "record": text})
     return {"documents": documents, "sections": sections, "records": records}
-
-
-def tombstoned(files: Mapping[str, bytes], manifest: Manifest) -> dict[str, frozenset[int]]:
-    """Base partition key → the local documents its delta tombstones."""
-    found: dict[str, frozenset[int]] = {}
-    for entry in manifest.partitions:
-        if entry.amends is None:
-            continue
-        bundle_name = partition_file(entry.key, BUNDLE_NAME)
-        resident = decode_bundle(files[bundle_name], bundle_name)
-        blob = resident.get(AMENDMENTS_NAME)
-        if blob is None:
-            raise PackageFormatError(f"delta partition {entry.key} has no {AMENDMENTS_NAME}")
-        amendments = decode_amendments(blob, f"{entry.key}.{AMENDMENTS_NAME}")
-        found[entry.amends] = frozenset(amendments.tombstones)
-    return found
 
 
 def catalog_rows(catalog: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:

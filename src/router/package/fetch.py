@@ -62,11 +62,14 @@ async def fetch_package_files(
     with_vectors: bool = True,
     with_lazy: bool = True,
     partitions: Collection[str] | None = None,
+    follow: Callable[[Manifest], ArtifactGetter] | None = None,
 ) -> dict[str, bytes]:
     """The manifest and every artifact it lists (``vectors.bin`` only if ``with_vectors``), and
     the lazily read files its directories name only if ``with_lazy`` (a server reads those per
     query). ``partitions``: the resident files of these partition keys only (a server reads
-    the shared one first, a tenant's when it is asked).
+    the shared one first, a tenant's when it is asked). ``follow(manifest)``: the getter for
+    the files the manifest lists (a delta's base files are in its base version's folder,
+    ``router.package.layout.file_key``).
 
     ``where`` names the package in errors ("version v1 in .kr-state"). A missing file raises
     ``PackageFormatError``: a partial upload is refused whole, never half-loaded. The bytes are
@@ -80,6 +83,8 @@ async def fetch_package_files(
         [fetch_artifact(get, where, MANIFEST_NAME), *(get(name) for name in guessed)]
     )
     manifest = Manifest.from_bytes(cast("bytes", manifest_blob))
+    if follow is not None:
+        get = follow(manifest)
     files: dict[str, bytes] = {MANIFEST_NAME: cast("bytes", manifest_blob)}
     names = manifest.names_to_read(with_vectors=with_vectors, partitions=partitions)
     files.update((n, b) for n, b in zip(guessed, early, strict=True) if n in names and b)

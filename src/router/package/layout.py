@@ -11,16 +11,25 @@ digit), so the two never collide. Packages published before this layout kept eve
 ``packages/<version>/``; :func:`legacy_key` names that place, and a reader that finds a lazy file
 missing at its shared key looks there once (``router.service.package_getter``).
 
+A delta version (docs/adr/0020) does not store its base's resident files again: its manifest
+names the version whose folder holds each (``Manifest.home``, :func:`file_key`).
+
 Sans-I/O: names in, keys out; :func:`key_owner` reads a listed key back.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from router.package.content_names import is_lazy
+
+if TYPE_CHECKING:
+    from router.package.manifest import Manifest
 
 __all__ = [
     "OBJECTS_PREFIX",
     "PACKAGES_PREFIX",
+    "file_key",
     "key_owner",
     "legacy_key",
     "object_key",
@@ -52,6 +61,15 @@ def package_key(version: str, name: str) -> str:
     """The blob key of one file of ``version``: shared for a content-named (lazy) file,
     per version for the manifest, the bundles and ``vectors.bin``. The one place that decides."""
     return object_key(name) if is_lazy(name) else legacy_key(version, name)
+
+
+def file_key(manifest: Manifest, name: str) -> str:
+    """The blob key of a file of ``manifest``'s version: :func:`package_key`'s, in the folder
+    of the version that published it — a delta names its base's resident files where the base
+    stored them (``Manifest.home``, docs/adr/0020)."""
+    if is_lazy(name) or name not in manifest.artifacts:
+        return package_key(manifest.knowledge_version, name)
+    return legacy_key(manifest.home(name), name)
 
 
 def key_owner(key: str) -> tuple[str | None, str] | None:

@@ -80,6 +80,16 @@ class Manifest:
         names = (BUNDLE_NAME,) + ((VECTORS_NAME,) if self.embedding else ())
         return tuple(partition_file(p.key, name) for p in self.partitions for name in names)
 
+    def home(self, name: str) -> str:
+        """The version whose folder holds resident file ``name``: this one, or for a delta's
+        unchanged base files the base version that published them (docs/adr/0020)."""
+        entry = self.artifacts.get(name) or {}
+        return str(entry.get("home") or self.knowledge_version)
+
+    def partition_home(self, key: str) -> str:
+        """The version that published partition ``key`` (its bundle, its D1 rows, vectors)."""
+        return self.home(partition_file(key, BUNDLE_NAME))
+
     def partition(self, key: str) -> PartitionEntry | None:
         return next((p for p in self.partitions if p.key == key), None)
 
@@ -107,8 +117,11 @@ class Manifest:
         index: dict[str, Any] | None = None,
         embedding: dict[str, Any] | None = None,
         partitions: tuple[PartitionEntry, ...] = (),
+        homes: Mapping[str, str] | None = None,
     ) -> Manifest:
-        listing = {
+        """``homes``: resident files another version published (name → that version), which
+        this one names where they are instead of storing them again (a delta's base files)."""
+        listing: dict[str, dict[str, Any]] = {
             name: {"sha256": sha256_hex(blob), "bytes": len(blob)}
             for name, blob in sorted(artifacts.items())
         }
@@ -124,6 +137,9 @@ class Manifest:
             }
         )
         version = "kv-" + sha256_hex(identity)[:16]
+        for name, home in (homes or {}).items():
+            if name in listing and home != version:
+                listing[name]["home"] = home
         return cls(
             version,
             FORMAT_VERSION,

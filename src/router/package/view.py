@@ -178,6 +178,13 @@ class VersionFacts:
         return self.manifest.knowledge_version
 
     @property
+    def vector_versions(self) -> tuple[str, ...]:
+        """The versions whose vector records this one searches: its own, and for a delta the
+        base version that published its base partitions' (docs/adr/0020)."""
+        homes = {self.manifest.partition_home(entry.key) for entry in self.manifest.partitions}
+        return (self.version, *sorted(homes - {self.version}))
+
+    @property
     def embedding_model(self) -> str | None:
         return self.manifest.embedding.get("model") if self.manifest.embedding else None
 

@@ -68,19 +68,18 @@ async def vector_search(
     if not asked:  # nothing an embedder could read
         return []
     [vector] = await embedder.embed([asked], "query")
+    versions = package.vector_versions
+    wanted = {"$eq": versions[0]} if len(versions) == 1 else {"$in": list(versions)}
     matches = []
     for namespace in query_namespaces(tenant):
         matches += await index.query(
-            vector,
-            top_k=top_k,
-            namespace=namespace,
-            filter={"version": {"$eq": package.version}},
+            vector, top_k=top_k, namespace=namespace, filter={"version": wanted}
         )
-    prefix = f"{package.version}:"
     found: dict[int, float] = {}
     for match in matches:
-        if match.id.startswith(prefix) and match.id[len(prefix) :].isdigit():
-            section = package.view_section(int(match.id[len(prefix) :]))
+        owner, colon, number = match.id.partition(":")
+        if colon and owner in versions and number.isdigit():
+            section = package.view_section(int(number))
             if section is not None:  # a vector of this view (ids are package-wide numbers)
                 found[section] = max(match.score, found.get(section, -1.0))
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))[:top_k]

@@ -37,14 +37,20 @@ def vector_id(version: str, section: int) -> str:
     return f"{version}:{section}"
 
 
-async def section_records(package: KnowledgePackage) -> list[VectorRecord]:
+async def section_records(
+    package: KnowledgePackage, published_here: bool = False
+) -> list[VectorRecord]:
     """Every section vector of the package with its namespace and metadata; ids number the
     sections package-wide (the partitions in order, ``PackageView.view_section``). Reads every
-    document record: a publish step, never a query."""
+    document record: a publish step, never a query. ``published_here``: only the partitions
+    this version published (a delta's base partitions have their base version's records,
+    which its queries search too, docs/adr/0020); never the sections a delta tombstones."""
     if not package.has_vectors:
         return []
     catalog = await package.read_catalog()
     dead = tombstoned_sections(package)
+    if published_here:
+        dead |= _published_elsewhere(package)
     rows = [
         (partition, local)
         for partition in package.partitions
@@ -93,3 +99,14 @@ def tombstoned_sections(package: KnowledgePackage) -> set[int]:
             start = firsts[base.key]
             dead.update(range(start + first[doc], start + first[doc + 1]))
     return dead
+
+
+def _published_elsewhere(package: KnowledgePackage) -> set[int]:
+    """Package-wide numbers of the sections of partitions another version published."""
+    found: set[int] = set()
+    start = 0
+    for partition in package.partitions:
+        if package.manifest.partition_home(partition.key) != package.version:
+            found.update(range(start, start + partition.section_count))
+        start += partition.section_count
+    return found
