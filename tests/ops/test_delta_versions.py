@@ -10,17 +10,21 @@ from pathlib import Path
 import pytest
 
 from router.adapters.local.state import LocalState
+from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import build_knowledge
 from router.compile.corpus import load_knowledge
 from router.compile.delta import base_partitions, changes_since, compile_delta, placements
-from router.compile.indexer import BuildConfig, CompiledPackage
+from router.compile.embedding import embed_sections
+from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
+from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.ops.gc import collect, plan_gc
-from router.ops.publish import publish_direct
+from router.ops.publish import MemoryJournal, PublishTarget, publish, publish_direct
 from router.package.content_names import is_lazy
 from router.package.layout import version_prefix
 from router.package.manifest import MANIFEST_NAME
 from router.service import KnowledgeService
+from router.vectors.hash_embedder import HashEmbedder
 from tests.ops.conftest import Files, edit_tenant_doc, write_knowledge
 
 
@@ -107,3 +111,42 @@ def test_gc_keeps_the_base_of_a_kept_delta(
     assert loaded.version == delta_version
     assert state.relational.count("documents", base) == 123
     assert (state.root / "r2" / version_prefix(base) / MANIFEST_NAME).exists()
+
+
+def test_a_delta_upserts_its_own_vectors_and_searches_its_bases_too(tmp_path: Path) -> None:
+    folder = tmp_path / "kb"
+    write_knowledge(folder)
+    documents = load_knowledge(folder).documents
+    embedder = HashEmbedder()
+    base = compile_documents(documents, BuildConfig(), (), {}, embed_sections(documents, embedder))
+    edit_tenant_doc(folder, "Texto novo sobre bombas hidráulicas e selos mecânicos.\n")
+    changed = [d for d in load_knowledge(folder).documents if d.path == "acme/a1.md"]
+    delta = compile_delta(
+        base.manifest,
+        {n: b for n, b in base.artifacts.items() if not is_lazy(n)},
+        base_partitions(base, documents),
+        changes_since(placements(base.manifest, documents), changed, []),
+        BuildConfig(),
+        embed_sections(changed, embedder),
+    )
+    state = LocalState(tmp_path / "s")
+    index = LocalVectorIndex(HashEmbedder.dimensions)
+    target = PublishTarget("t", state.blobs, state.kv, state.relational, vectors=index)
+    first = asyncio.run(publish(base.files(), target, MemoryJournal()))
+    files = {**base.files(), **delta.files()}
+    second = asyncio.run(publish(files, target, MemoryJournal()))
+    assert first.vectors_upserted == base.manifest.counts["sections"]
+    assert second.vectors_upserted == len(changed[0].sections)  # the new copy's only
+
+    config = RouterConfig(always_vector=True)
+    service = KnowledgeService(
+        kv=state.kv, blobs=state.blobs, config=config, embedder=embedder, vector_index=index
+    )
+    seen = []
+    for query, tenant in (("selos mecânicos bombas", "acme"), ("assunto7 termo", None)):
+        response = asyncio.run(service.query(QueryRequest(query=query, tenant=tenant)))
+        seen.append([section for section, _ in response.trace["stages"]["vector"]["matches"]])
+    acme, shared = seen
+    assert acme[0] == "acme.n1#interno-1" and acme.count(acme[0]) == 1  # the old copy hidden
+    assert any(s.startswith("shared.") for s in acme)  # the base's vectors, under its version
+    assert shared[0].startswith("shared.n7")
