@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kr.build_base import BuildBase
-from kr.commands.build import base_reader
+from kr.commands.build import base_reader, base_sizer
 from kr.document_cache import DocumentCache
 from kr.golden import load_golden
 from kr.incremental import DeltaBuild, PackageFiles, build_fingerprint, scan_changes, try_delta
@@ -139,7 +139,10 @@ def timed_delta(folder: Path, embedder: str, state: LocalState, base: BuildBase)
         raise SystemExit(f"the change needs a full build: {found}")
     assert found.scan.changed.keys() == scanned.changed.keys()
     files = PackageFiles(
-        found.package.files(), found.base_manifest, base_reader(state, base.version)
+        found.package.files(),
+        found.base_manifest,
+        base_reader(state, base.version),
+        base_sizer(state, base.version),
     )
     return Delta(found, files, seconds, scan_s)
 

@@ -10,14 +10,13 @@ falls back to the full build, which is always right.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kr.build_base import BuildBase, FileState, file_digest
 from kr.document_cache import DocumentCache, parser_digest
-from router.compile.corpus import SYNONYMS_FILE, Diagnostic, knowledge_files
+from router.compile.corpus import SYNONYMS_FILE, Diagnostic, knowledge_file_stats
 from router.compile.delta import DeltaPolicy, changes_since, compile_delta
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage
@@ -57,11 +56,10 @@ def scan_changes(root: Path, base: Mapping[str, FileState]) -> Scan:
     unchanged (as git's index does); another is read, and changed if its digest differs."""
     changed: dict[str, bytes] = {}
     unchanged = 0
-    present = knowledge_files(root)
-    for path in present:
+    present = knowledge_file_stats(root)
+    for path, size, mtime_ns in present:
         known = base.get(path)
-        stat = os.stat(root / path)
-        if known is not None and (stat.st_size, stat.st_mtime_ns) == (known.size, known.mtime_ns):
+        if known is not None and (size, mtime_ns) == (known.size, known.mtime_ns):
             unchanged += 1
             continue
         raw = (root / path).read_bytes()
@@ -69,7 +67,7 @@ def scan_changes(root: Path, base: Mapping[str, FileState]) -> Scan:
             unchanged += 1
         else:
             changed[path] = raw
-    listed = set(present)
+    listed = {path for path, _, _ in present}
     return Scan(changed, sorted(path for path in base if path not in listed), unchanged)
 
 
@@ -202,10 +200,15 @@ class PackageFiles(Mapping[str, bytes]):
     where the base was published (``read_base``), never all held at once."""
 
     def __init__(
-        self, own: Mapping[str, bytes], base: Manifest, read_base: Callable[[str], bytes]
+        self,
+        own: Mapping[str, bytes],
+        base: Manifest,
+        read_base: Callable[[str], bytes],
+        size_base: Callable[[str], int],
     ) -> None:
         self._own = own
         self._read = read_base
+        self._size = size_base
         resident = {name: read_base(name) for name in base.artifacts}
         self._base = set(resident) | set(lazy_files(base, resident))
         self._base.discard(MANIFEST_NAME)
@@ -217,6 +220,11 @@ class PackageFiles(Mapping[str, bytes]):
         if name not in self._base:
             raise KeyError(name)
         return self._read(name)
+
+    def size_of(self, name: str) -> int:
+        """A file's size; a base file's without reading it (``publish`` asks every one)."""
+        found = self._own.get(name)
+        return len(found) if found is not None else self._size(name)
 
     def __iter__(self) -> Iterator[str]:
         yield from self._own

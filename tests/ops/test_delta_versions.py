@@ -19,7 +19,7 @@ from router.compile.indexer import BuildConfig, CompiledPackage, compile_documen
 from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.ops.gc import collect, plan_gc
-from router.ops.publish import MemoryJournal, PublishTarget, publish, publish_direct
+from router.ops.publish import MemoryJournal, PublishError, PublishTarget, publish, publish_direct
 from router.package.content_names import is_lazy
 from router.package.layout import version_prefix
 from router.package.manifest import MANIFEST_NAME
@@ -150,3 +150,13 @@ def test_a_delta_upserts_its_own_vectors_and_searches_its_bases_too(tmp_path: Pa
     assert acme[0] == "acme.n1#interno-1" and acme.count(acme[0]) == 1  # the old copy hidden
     assert any(s.startswith("shared.") for s in acme)  # the base's vectors, under its version
     assert shared[0].startswith("shared.n7")
+
+
+def test_a_delta_is_refused_where_its_base_was_never_published(
+    base_and_delta: tuple[Files, CompiledPackage], tmp_path: Path
+) -> None:
+    base_files, delta = base_and_delta
+    state = LocalState(tmp_path / "s")
+    with pytest.raises(PublishError, match=r"publish .* there first"):
+        _publish(state, {**base_files, **delta.files()})
+    assert not asyncio.run(state.blobs.list_keys("packages/"))  # nothing was written

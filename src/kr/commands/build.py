@@ -170,11 +170,24 @@ def base_reader(state: LocalState, version: str | None) -> Callable[[str], bytes
     """Reads a file of the base version from where ``kr build`` published it."""
 
     def read(name: str) -> bytes:
-        if version is None:
-            raise KeyError(name)
-        return (state.blobs.root / package_key(version, name)).read_bytes()
+        return _base_path(state, version, name).read_bytes()
 
     return read
+
+
+def base_sizer(state: LocalState, version: str | None) -> Callable[[str], int]:
+    """The size of a file of the base version, without reading it."""
+
+    def size(name: str) -> int:
+        return _base_path(state, version, name).stat().st_size
+
+    return size
+
+
+def _base_path(state: LocalState, version: str | None, name: str) -> Path:
+    if version is None:
+        raise KeyError(name)
+    return state.blobs.root / package_key(version, name)
 
 
 async def _publish_delta(args: argparse.Namespace, state: LocalState, delta: DeltaBuild) -> int:
@@ -187,8 +200,12 @@ async def _publish_delta(args: argparse.Namespace, state: LocalState, delta: Del
     for diagnostic in delta.diagnostics:
         print(diagnostic, file=sys.stderr)
     package = delta.package
+    version = delta.base_version
     files = PackageFiles(
-        package.files(), delta.base_manifest, base_reader(state, delta.base_version)
+        package.files(),
+        delta.base_manifest,
+        base_reader(state, version),
+        base_sizer(state, version),
     )
     return await _publish(args, state, files, package.manifest)
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
 from router.package.content_names import is_lazy
 from router.package.fetch import FETCH_BATCH
-from router.package.layout import file_key
+from router.package.layout import file_key, package_key
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import KnowledgePackage, load_package
 from router.package.records import records_in_files
@@ -246,6 +246,7 @@ async def publish(
     """
     package = read_package(files)
     version = package.version
+    await _check_bases(package.manifest, target)
     steps = plan_steps(
         package,
         files,
@@ -292,6 +293,23 @@ async def publish(
     return report
 
 
+async def _check_bases(manifest: Manifest, target: PublishTarget) -> None:
+    """A delta version (docs/adr/0020) uses the files, rows and vectors its base published:
+    refused, before anything is written, where its base was not published."""
+    homes = sorted(
+        {manifest.home(name) for name in manifest.artifacts} - {manifest.knowledge_version}
+    )
+    for home in homes:
+        if await target.blobs.get(package_key(home, MANIFEST_NAME)) is None:
+            cause = RouterError(
+                f"{manifest.knowledge_version} is a delta of {home}, which {target.name} does "
+                f"not hold: publish {home} there first"
+            )
+            raise PublishError(
+                "blob:" + MANIFEST_NAME, manifest.knowledge_version, target.name, cause
+            )
+
+
 async def _run_step(
     step: str,
     package: KnowledgePackage,
@@ -310,7 +328,7 @@ async def _run_step(
         if name in present:
             await journal.record(target.name, version, _reused_mark(name))
             report.blobs_reused += 1
-            report.bytes_reused += len(files[name])
+            report.bytes_reused += size_of(files, name)
         else:
             await target.blobs.put(file_key(package.manifest, name), files[name])
             report.blobs_uploaded += 1
@@ -331,6 +349,19 @@ async def _run_step(
     elif step == ACTIVATE_STEP:
         report.previous_version = await activate(target.kv, version)
         report.activated = True
+
+
+@runtime_checkable
+class KnownSizes(Protocol):
+    """Package files that know a file's size without reading it (a delta version's base
+    files, read from where the base published them only when uploaded or verified)."""
+
+    def size_of(self, name: str) -> int: ...
+
+
+def size_of(files: Mapping[str, bytes], name: str) -> int:
+    """The size of one package file, not read when ``files`` knows it."""
+    return files.size_of(name) if isinstance(files, KnownSizes) else len(files[name])
 
 
 async def stored_sizes(blobs: BlobStore, keys: Sequence[str]) -> list[int | None]:
@@ -364,16 +395,17 @@ async def _present(
     if not target.reuse_objects:
         return set()
     version = manifest.knowledge_version
+    planned = set(steps)
     names = [
         name
         for name in files
         if (is_lazy(name) or manifest.home(name) != version)
-        and blob_step(name) in steps
+        and blob_step(name) in planned
         and blob_step(name) not in done
         and _rewrite_mark(name) not in done
     ]
     sizes = await stored_sizes(target.blobs, [file_key(manifest, name) for name in names])
-    return {name for name, size in zip(names, sizes, strict=True) if size == len(files[name])}
+    return {name for name, size in zip(names, sizes, strict=True) if size == size_of(files, name)}
 
 
 async def _verify(
@@ -393,7 +425,7 @@ async def _verify(
         stored = await concurrently([target.blobs.get(file_key(manifest, name)) for name in batch])
         bad += [name for name, blob in zip(batch, stored, strict=True) if blob != files[name]]
     sizes = await stored_sizes(target.blobs, [file_key(manifest, name) for name in reused])
-    bad += [name for name, size in zip(reused, sizes, strict=True) if size != len(files[name])]
+    bad += [name for name, size in zip(reused, sizes, strict=True) if size != size_of(files, name)]
     if bad:
         bad.sort()
         forget = [blob_step(name) for name in bad] + [_reused_mark(name) for name in bad]
