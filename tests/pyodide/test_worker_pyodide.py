@@ -35,10 +35,16 @@ from router import __version__
 from router.adapters.local.state import LocalState
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.build import BuildResult, build_knowledge, write_package
+from router.compile.corpus import load_knowledge
+from router.compile.delta import base_partitions, changes_since, compile_delta, placements
+from router.compile.embedding import embed_sections
+from router.compile.indexer import BuildConfig
 from router.config import RetrievalBudget, RouterConfig
+from router.contract import QueryRequest
 from router.errors import InvalidRequestError
 from router.ops.publish import publish_package
 from router.ops.warming import DEFAULT_WARM_LIMIT
+from router.package.content_names import is_lazy
 from router.ports import VectorRecord
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
@@ -615,3 +621,73 @@ def test_pyodide_wheels_pin_the_versions_of_requirements_lock() -> None:
     assert set(wheels) - set(lock) == {"workers-runtime-sdk"}
     for name in ("fastapi", "pydantic", "pydantic-core", "starlette", "snowballstemmer"):
         assert name in wheels
+
+
+def test_a_delta_version_is_served_as_cpython_serves_it(
+    worker: PyodideHost, hash_build: BuildResult, tmp_path: Path
+) -> None:
+    """A delta (docs/adr/0020) published from inside Pyodide: only its own files, rows and
+    vectors are written; the Worker reads the base's where the base published them (R2
+    folder, D1 rows, Vectorize records) and answers as CPython does on the same version."""
+    good = hash_build.package.manifest.knowledge_version
+    base = hash_build.package
+    documents = hash_build.corpus.documents
+    kb = tmp_path / "kb"
+    shutil.copytree(KNOWLEDGE, kb)
+    edited = kb / "apr" / "validade.md"
+    edited.write_text(edited.read_text() + "\n\nO guarda-corpo telescópico exige inspeção.\n")
+    (kb / "epi" / "troca.md").unlink()
+    changed = [d for d in load_knowledge(kb).documents if d.path == "apr/validade.md"]
+    embedder = HashEmbedder()
+    delta = compile_delta(
+        base.manifest,
+        {n: b for n, b in base.artifacts.items() if not is_lazy(n)},
+        base_partitions(base, documents),
+        changes_since(placements(base.manifest, documents), changed, ["epi/troca.md"]),
+        BuildConfig(),
+        embed_sections(changed, embedder),
+    )
+    files = {**base.files(), **delta.files()}
+    folder = tmp_path / "delta"
+    folder.mkdir()
+    for name, blob in files.items():
+        (folder / name).write_bytes(blob)
+    reference = LocalState(tmp_path / "cpython")
+    for version_files in (base.files(), files):
+        asyncio.run(publish_package(version_files, reference.blobs, reference.kv))
+    service = KnowledgeService(
+        kv=reference.kv,
+        blobs=reference.blobs,
+        embedder=embedder,
+        vector_index=LocalVectorIndex(int(base.manifest.embedding["dimensions"])),
+        load_vectors_on_activation=True,
+        config=RouterConfig(budget=RetrievalBudget(max_latency_ms=PARITY_BUDGET_MS)),
+    )
+    try:
+        report = worker.publish(folder)
+        assert report["version"] == delta.knowledge_version, report
+        assert report["vectors"] == len(changed[0].sections), report  # the new copy's only
+        queries = [
+            {"query": "guarda-corpo telescópico"},
+            {"query": "epi.replacement"},
+            {"query": "Qual a validade padrão da APR?"},
+            {"query": "quem pode mandar parar o serviço se enxergar perigo?"},  # vectors
+        ]
+        for body in queries:
+            got = worker.fetch("POST", "/v1/query", body=body).json()
+            want = asyncio.run(service.query(QueryRequest(**body))).model_dump(mode="json")
+            assert got["knowledge_version"] == delta.knowledge_version
+            found: list[str] = []
+            _differences("", got, want, found)
+            assert not found, (body, found[:4])
+            assert all(r["doc_id"] != "epi.replacement" for r in got["results"])
+        top = worker.fetch("POST", "/v1/query", body=queries[0]).json()["results"][0]
+        assert top["doc_id"] == "apr.validity"
+        vectors = worker.fetch("POST", "/v1/query", body=queries[-1]).json()["results"]
+        assert any(r["scores"].get("vector") for r in vectors)  # base and delta records
+    finally:
+        worker.python(
+            "from router.adapters.cloudflare import bindings\n"
+            "from router.ports import ACTIVE_VERSION_KEY\n"
+            f"await bindings(env).kv.put(ACTIVE_VERSION_KEY, {good!r})\n"
+        )
