@@ -116,7 +116,10 @@ def try_delta(
     placed = base.placements(sorted(gone))
     changes = changes_since(placed, documents, [*scan.removed, *failed])
     embeddings = embed_sections(documents, encoder) if encoder is not None else None
-    resident = {name: read_base(name) for name in manifest.artifacts}
+    try:
+        resident = {name: read_base(name) for name in manifest.artifacts}
+    except OSError as exc:
+        return f"the base version {manifest.knowledge_version} cannot be read ({exc.strerror})"
     source: Mapping[str, object] = {
         "files": scan.unchanged + len(documents),
         "skipped": len(errors),

@@ -103,14 +103,18 @@ def test_the_delta_uploads_only_its_own_files(
         ("duplicate", "is defined by another file too"),
         ("synonyms", "synonyms or embedder changed"),
         ("everything", "exceed the delta bound"),
+        ("base gone", "cannot be read"),
     ],
 )
 def test_what_a_delta_cannot_hold_is_a_full_build(
     folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, reason: str
 ) -> None:
     state = tmp_path / "state"
-    build(folder, state, capsys)
-    if change == "tenant":
+    first, _ = build(folder, state, capsys)
+    if change == "base gone":  # e.g. deleted by hand: the next build cannot amend it
+        append(folder / "apr" / "validade.md", "\n\nRevisado.\n")
+        (state / "r2" / "packages" / first / "shared.partition.bin").unlink()
+    elif change == "tenant":
         text = EXTRA.replace("title:", "tenant: empresa-nova\ntitle:")
         (folder / "nova.md").write_text(text, "utf-8")
     elif change == "duplicate":

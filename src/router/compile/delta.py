@@ -16,18 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from router.analysis.analyzer import Analyzer
 from router.compile.indexer import (
     BuildConfig,
     CompiledPackage,
     LinkTargets,
     SectionEmbeddings,
     Targets,
+    check_stemmer_equality,
     compile_partition,
     group_partitions,
     link_targets,
     partition_artifacts,
     partition_vectors,
     pystemmer,
+    section_index_text,
 )
 from router.errors import ConfigError
 from router.knowledge.model import Document
@@ -165,6 +168,14 @@ def compile_delta(
         raise ConfigError("a delta amends a base compiled in full, not another delta")
     groups = _by_partition(changes, bases)
     rows = _rows(changes.documents, embeddings)
+    check_stemmer_equality(
+        Analyzer(config.analyzer).vocabulary_words(
+            section_index_text(doc, section, index == 0)
+            for doc in changes.documents
+            for index, section in enumerate(doc.sections)
+        ),
+        config.analyzer,
+    )
     build_stem = pystemmer(config.analyzer.language)
     base_entries = list(base.partitions)
     shared_first, _ = delta_numbering(base_entries, 0)

@@ -57,6 +57,7 @@ __all__ = [
     "LinkTargets",
     "SectionEmbeddings",
     "Targets",
+    "check_stemmer_equality",
     "compile_documents",
     "compile_partition",
     "group_partitions",
