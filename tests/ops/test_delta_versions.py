@@ -39,12 +39,15 @@ class SeenRows:
         return {}
 
 
-@pytest.fixture(scope="module")
-def base_and_delta(tmp_path_factory: pytest.TempPathFactory) -> tuple[Files, CompiledPackage]:
-    folder = tmp_path_factory.mktemp("kb")
+def base_and_delta_of(
+    folder: Path, embedder: HashEmbedder | None = None
+) -> tuple[CompiledPackage, CompiledPackage, int]:
+    """The full build of ``write_knowledge``'s folder, the delta of one edited tenant document
+    (with vectors when ``embedder``), and that document's section count."""
     write_knowledge(folder)
     documents = load_knowledge(folder).documents
-    base = build_knowledge(folder).package
+    vectors = embed_sections(documents, embedder) if embedder else None
+    base = compile_documents(documents, BuildConfig(), (), {}, vectors)
     edit_tenant_doc(folder, "Texto novo sobre bombas hidráulicas e selos mecânicos.\n")
     changed = [d for d in load_knowledge(folder).documents if d.path == "acme/a1.md"]
     delta = compile_delta(
@@ -53,7 +56,14 @@ def base_and_delta(tmp_path_factory: pytest.TempPathFactory) -> tuple[Files, Com
         base_partitions(base, documents),
         changes_since(placements(base.manifest, documents), changed, []),
         BuildConfig(),
+        embed_sections(changed, embedder) if embedder else None,
     )
+    return base, delta, len(changed[0].sections)
+
+
+@pytest.fixture(scope="module")
+def base_and_delta(tmp_path_factory: pytest.TempPathFactory) -> tuple[Files, CompiledPackage]:
+    base, delta, _ = base_and_delta_of(tmp_path_factory.mktemp("kb"))
     return base.files(), delta
 
 
@@ -114,21 +124,8 @@ def test_gc_keeps_the_base_of_a_kept_delta(
 
 
 def test_a_delta_upserts_its_own_vectors_and_searches_its_bases_too(tmp_path: Path) -> None:
-    folder = tmp_path / "kb"
-    write_knowledge(folder)
-    documents = load_knowledge(folder).documents
     embedder = HashEmbedder()
-    base = compile_documents(documents, BuildConfig(), (), {}, embed_sections(documents, embedder))
-    edit_tenant_doc(folder, "Texto novo sobre bombas hidráulicas e selos mecânicos.\n")
-    changed = [d for d in load_knowledge(folder).documents if d.path == "acme/a1.md"]
-    delta = compile_delta(
-        base.manifest,
-        {n: b for n, b in base.artifacts.items() if not is_lazy(n)},
-        base_partitions(base, documents),
-        changes_since(placements(base.manifest, documents), changed, []),
-        BuildConfig(),
-        embed_sections(changed, embedder),
-    )
+    base, delta, sections = base_and_delta_of(tmp_path / "kb", embedder)
     state = LocalState(tmp_path / "s")
     index = LocalVectorIndex(HashEmbedder.dimensions)
     target = PublishTarget("t", state.blobs, state.kv, state.relational, vectors=index)
@@ -136,7 +133,7 @@ def test_a_delta_upserts_its_own_vectors_and_searches_its_bases_too(tmp_path: Pa
     files = {**base.files(), **delta.files()}
     second = asyncio.run(publish(files, target, MemoryJournal()))
     assert first.vectors_upserted == base.manifest.counts["sections"]
-    assert second.vectors_upserted == len(changed[0].sections)  # the new copy's only
+    assert second.vectors_upserted == sections  # the new copy's only
 
     config = RouterConfig(always_vector=True)
     service = KnowledgeService(

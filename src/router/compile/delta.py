@@ -25,6 +25,7 @@ from router.compile.indexer import (
     Targets,
     check_stemmer_equality,
     compile_partition,
+    embedding_rows,
     group_partitions,
     link_targets,
     partition_artifacts,
@@ -167,7 +168,7 @@ def compile_delta(
     if any(entry.amends for entry in base.partitions):
         raise ConfigError("a delta amends a base compiled in full, not another delta")
     groups = _by_partition(changes, bases)
-    rows = _rows(changes.documents, embeddings)
+    rows = embedding_rows(changes.documents, embeddings)
     check_stemmer_equality(
         Analyzer(config.analyzer).vocabulary_words(
             section_index_text(doc, section, index == 0)
@@ -264,22 +265,6 @@ def _redirects(
             redirects[old] = new.get(section_id, number)
         number += len(doc.sections)
     return redirects
-
-
-def _rows(
-    documents: Sequence[Document], embeddings: SectionEmbeddings | None
-) -> dict[int, Sequence[Sequence[float]]] | None:
-    """Each changed document's section vectors (by ``id(doc)``)."""
-    if embeddings is None:
-        return None
-    rows: dict[int, Sequence[Sequence[float]]] = {}
-    start = 0
-    for doc in documents:
-        rows[id(doc)] = embeddings.rows[start : start + len(doc.sections)]
-        start += len(doc.sections)
-    if start != len(embeddings.rows):
-        raise ConfigError(f"{len(embeddings.rows)} vectors for {start} changed sections")
-    return rows
 
 
 def _merged(lexicons: Sequence[Mapping[str, str]]) -> dict[str, str]:

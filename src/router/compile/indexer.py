@@ -60,6 +60,7 @@ __all__ = [
     "check_stemmer_equality",
     "compile_documents",
     "compile_partition",
+    "embedding_rows",
     "group_partitions",
     "link_targets",
     "partition_artifacts",
@@ -169,7 +170,7 @@ def compile_documents(
     config = config or BuildConfig()
     if not documents:
         raise ConfigError("no documents to index")
-    rows = _embedding_rows(documents, embeddings)
+    rows = embedding_rows(documents, embeddings)
     check_stemmer_equality(
         Analyzer(config.analyzer).vocabulary_words(
             section_index_text(doc, section, index == 0)
@@ -377,7 +378,7 @@ class LinkTargets:
         return None
 
 
-def _embedding_rows(
+def embedding_rows(
     documents: Sequence[Document], embeddings: SectionEmbeddings | None
 ) -> dict[int, Sequence[Sequence[float]]] | None:
     """Each document's section vectors (by ``id(doc)``), cut from the rows in input order."""
