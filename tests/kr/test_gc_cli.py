@@ -10,16 +10,17 @@ from kr.cli import ERROR_EXIT, main
 from tests.common import write_doc
 
 
-def _build(folder: Path, state: str, text: str) -> None:
+def _build(folder: Path, state: str, text: str, *extra: str) -> None:
     write_doc(folder, "a.md", f"---\nsemanticId: a\ntitle: Documento A\n---\n{text}\n")
     write_doc(folder, "b.md", "---\nsemanticId: b\ntitle: Documento B\n---\nOutro texto.\n")
-    assert main(["build", str(folder), "--state", state, "--embedder", "none", "--force"]) == 0
+    argv = ["build", str(folder), "--state", state, "--embedder", "none", "--force", *extra]
+    assert main(argv) == 0
 
 
 def test_gc_dry_run_then_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state = str(tmp_path / "state")
     for text in ("Primeira versão.", "Segunda versão.", "Terceira versão."):
-        _build(tmp_path / "kb", state, text)
+        _build(tmp_path / "kb", state, text, "--full")
     out = capsys.readouterr().out
     assert "uploaded" in out and "already there" in out  # kr build reports the delta
 
@@ -40,6 +41,19 @@ def test_gc_dry_run_then_collect(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     assert main(["gc", "--keep", "5", "--state", state]) == 0
     assert "dropping 0" in capsys.readouterr().out
+
+
+def test_gc_keeps_the_full_build_the_kept_deltas_amend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = str(tmp_path / "state")
+    for text in ("Primeira versão.", "Segunda versão.", "Terceira versão."):
+        _build(tmp_path / "kb", state, text)  # a full build, then two deltas of it
+    capsys.readouterr()
+    assert main(["gc", "--keep", "0", "--state", state]) == 0
+    assert "keeping 3 version(s), dropping 0" in capsys.readouterr().out
+    assert main(["query", "Terceira versão", "--state", state]) == 0
+    assert "Terceira versão" in capsys.readouterr().out
 
 
 def test_gc_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from router.errors import PackageFormatError
 from router.package.bundle import BUNDLE_NAME
 from router.package.listing import lazy_files
 from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.partitions import partition_file
+from router.package.partitions import DELTA_SUFFIX, partition_file
 from router.sync import concurrently
 
 __all__ = [
@@ -77,8 +77,13 @@ async def fetch_package_files(
     file is checked against its content name when it is read).
     """
     # a partition's bundle has a fixed name, so the ones asked for travel with the manifest:
-    # one round trip less for a cold isolate (the manifest still decides what is read)
-    guessed = [partition_file(key, BUNDLE_NAME) for key in sorted(partitions or ())]
+    # one round trip less for a cold isolate (the manifest still decides what is read); not a
+    # delta's (docs/adr/0020), which most versions do not have: a miss is a subrequest too
+    guessed = [
+        partition_file(key, BUNDLE_NAME)
+        for key in sorted(partitions or ())
+        if not key.endswith(DELTA_SUFFIX)
+    ]
     manifest_blob, *early = await concurrently(
         [fetch_artifact(get, where, MANIFEST_NAME), *(get(name) for name in guessed)]
     )

@@ -29,6 +29,7 @@ from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS
 
 __all__ = [
+    "DELTA_SUFFIX",
     "PARTITION_FILES",
     "SHARED_PARTITION",
     "PartitionEntry",
@@ -67,9 +68,12 @@ def partition_key(tenant: str) -> str:
     return "t-" + hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:16]
 
 
+DELTA_SUFFIX = "-d"
+
+
 def delta_key(key: str) -> str:
     """The key of the delta partition amending the base partition ``key``."""
-    return f"{key}-d"
+    return f"{key}{DELTA_SUFFIX}"
 
 
 def partition_file(key: str, name: str) -> str:
