@@ -9,6 +9,7 @@ falls back to the full build, which is always right.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,17 +18,27 @@ from pathlib import Path
 from kr.build_base import BuildBase, FileState, file_digest
 from kr.document_cache import DocumentCache, parser_digest
 from router.compile.corpus import SYNONYMS_FILE, Diagnostic, knowledge_file_stats
-from router.compile.delta import DeltaPolicy, changes_since, compile_delta
+from router.compile.delta import DeltaPolicy, Placement, changes_since, compile_delta
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage
-from router.errors import KnowledgeFormatError
+from router.errors import KnowledgeFormatError, RouterError
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
 from router.package.listing import lazy_files
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.partitions import partition_key
+from router.package.reader import load_package
+from router.sync import run_sync
 
-__all__ = ["DeltaBuild", "PackageFiles", "Scan", "build_fingerprint", "scan_changes", "try_delta"]
+__all__ = [
+    "DeltaBuild",
+    "PackageFiles",
+    "Scan",
+    "build_fingerprint",
+    "old_copies",
+    "scan_changes",
+    "try_delta",
+]
 
 
 def build_fingerprint(root: Path, config: BuildConfig, encoder: str | None) -> str:
@@ -114,12 +125,13 @@ def try_delta(
     if reason is not None:
         return reason
     placed = base.placements(sorted(gone))
-    changes = changes_since(placed, documents, [*scan.removed, *failed])
-    embeddings = embed_sections(documents, encoder) if encoder is not None else None
     try:
         resident = {name: read_base(name) for name in manifest.artifacts}
-    except OSError as exc:
-        return f"the base version {manifest.knowledge_version} cannot be read ({exc.strerror})"
+        old = old_copies(manifest, read_base, placed)
+    except (OSError, RouterError) as exc:
+        return f"the base version {manifest.knowledge_version} cannot be read ({exc})"
+    changes = changes_since(placed, documents, [*scan.removed, *failed], old)
+    embeddings = embed_sections(documents, encoder) if encoder is not None else None
     source: Mapping[str, object] = {
         "files": scan.unchanged + len(documents),
         "skipped": len(errors),
@@ -130,6 +142,35 @@ def try_delta(
         manifest, resident, base.partitions(), changes, config, embeddings, source
     )
     return DeltaBuild(package, manifest.knowledge_version, manifest, scan, documents, diagnostics)
+
+
+def old_copies(
+    manifest: Manifest, read_base: Callable[[str], bytes], placed: Mapping[str, Placement]
+) -> dict[str, Document]:
+    """The base's copies of the documents a delta replaces or removes, texts included, read
+    from the base package (its records and section texts): what they still count in the
+    base's statistics, which queries subtract (docs/adr/0020). Questions are in no record, so
+    an old copy's questions are not subtracted."""
+    wanted: dict[str, list[tuple[str, int]]] = {}
+    for path, where in placed.items():
+        wanted.setdefault(where.key, []).append((path, where.index))
+    indices = [i for i, entry in enumerate(manifest.partitions) if entry.key in wanted]
+    package = load_package(read_base(MANIFEST_NAME), read_base, with_vectors=False, only=indices)
+    found: dict[str, Document] = {}
+    for partition in (p for p in package.loaded if p is not None):
+        asked = wanted[partition.key]
+        docs, _ = run_sync(partition.records.load(index for _, index in asked))
+        first = partition.columns.first
+        sections = [s for _, d in asked for s in range(first[d], first[d + 1])]
+        texts, _ = run_sync(partition.texts.load(sections))
+        for path, index in asked:
+            doc = docs[index]
+            with_texts = [
+                dataclasses.replace(section, text=texts.get(first[index] + number, ""))
+                for number, section in enumerate(doc.sections)
+            ]
+            found[path] = dataclasses.replace(doc, sections=with_texts)
+    return found
 
 
 def _parse(

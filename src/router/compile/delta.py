@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from router.analysis.analyzer import Analyzer
+from router.compile.fields import section_fields
 from router.compile.indexer import (
     BuildConfig,
     CompiledPackage,
@@ -37,6 +38,7 @@ from router.errors import ConfigError
 from router.knowledge.model import Document
 from router.package.amendments import AMENDMENTS_NAME, encode_amendments
 from router.package.content_names import is_lazy
+from router.package.fields import BM25F_BLOCK
 from router.package.manifest import Manifest
 from router.package.partitions import (
     SHARED_PARTITION,
@@ -97,6 +99,9 @@ class DeltaChanges:
     documents: Sequence[Document]
     tombstones: Mapping[str, Sequence[int]]
     old_sections: Mapping[str, Sequence[tuple[str, int]]] = field(default_factory=dict)
+    # base key → the old copies of its tombstoned documents, texts included: what they still
+    # count in its statistics is subtracted at query time (none: left stale, within the bound)
+    old_copies: Mapping[str, Sequence[Document]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,17 +143,26 @@ def base_partitions(
 
 
 def changes_since(
-    placed: Mapping[str, Placement], documents: Sequence[Document], removed: Sequence[str]
+    placed: Mapping[str, Placement],
+    documents: Sequence[Document],
+    removed: Sequence[str],
+    old: Mapping[str, Document] | None = None,
 ) -> DeltaChanges:
-    """The changes of ``documents`` (changed or added since the base) and ``removed`` paths."""
+    """The changes of ``documents`` (changed or added since the base) and ``removed`` paths;
+    ``old``: the base's copies of the documents they replace or remove, by path."""
     tombstones: dict[str, list[int]] = {}
     old_sections: dict[str, Sequence[tuple[str, int]]] = {}
+    old_copies: dict[str, list[Document]] = {}
     for path in [doc.path for doc in documents] + list(removed):
         where = placed.get(path)
         if where is not None:
             tombstones.setdefault(where.key, []).append(where.index)
             old_sections[path] = where.sections
-    return DeltaChanges(documents, {k: sorted(v) for k, v in tombstones.items()}, old_sections)
+            if old is not None and path in old:
+                old_copies.setdefault(where.key, []).append(old[path])
+    return DeltaChanges(
+        documents, {k: sorted(v) for k, v in tombstones.items()}, old_sections, old_copies
+    )
 
 
 def compile_delta(
@@ -209,7 +223,19 @@ def compile_delta(
         )
         files = dict(compiled.files)
         files[AMENDMENTS_NAME] = encode_amendments(
-            changes.tombstones.get(key, ()), _redirects(members, first, changes.old_sections)
+            changes.tombstones.get(key, ()),
+            _redirects(members, first, changes.old_sections),
+            _dead_frequencies(
+                changes.old_copies.get(key, ()),
+                config,
+                Analyzer(
+                    config.analyzer,
+                    stem=build_stem,
+                    accent_lexicon=_merged(
+                        [bases[SHARED_PARTITION].lexicon] + ([] if is_shared else [own.lexicon])
+                    ),
+                ),
+            ),
         )
         artifacts.update(partition_artifacts(delta_key(key), files))
         entries.append(
@@ -265,6 +291,35 @@ def _redirects(
             redirects[old] = new.get(section_id, number)
         number += len(doc.sections)
     return redirects
+
+
+def _dead_frequencies(
+    old: Sequence[Document], config: BuildConfig, analyzer: Analyzer
+) -> dict[str, dict[str, int]]:
+    """Per posting block and term, the old copies' sections holding it: what they still count
+    in their base's document frequencies. ``analyzer`` is the one their base was compiled
+    with, so the terms are the base's."""
+    found: dict[str, dict[str, int]] = {}
+    weights = config.field_weights if config.scoring == "bm25f" else None
+    for doc in old:
+        for index, section in enumerate(doc.sections):
+            fields = section_fields(doc, section, index == 0)
+            tokens = {
+                name: set(analyzer.terms(text)) if text else set() for name, text in fields.items()
+            }
+            if weights is not None:
+                blocks = {
+                    BM25F_BLOCK: set().union(
+                        *(t for n, t in tokens.items() if weights.get(n, 0.0) > 0)
+                    )
+                }
+            else:
+                blocks = tokens
+            for block, terms in blocks.items():
+                counts = found.setdefault(block, {})
+                for term in terms:
+                    counts[term] = counts.get(term, 0) + 1
+    return found
 
 
 def _merged(lexicons: Sequence[Mapping[str, str]]) -> dict[str, str]:

@@ -197,6 +197,10 @@ class Amended:
     documents: frozenset[int] = frozenset()
     redirects: Mapping[int, int] = field(default_factory=dict)  # old section → new copy's
     origins: Mapping[int, int] = field(default_factory=dict)  # new section → the old one
+    # what the tombstoned sections still count in the base's statistics: N and, per block and
+    # term, document frequency (deltas whose old copies were not read leave both stale)
+    dead_sections: int = 0
+    dead_frequencies: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.documents)
@@ -381,8 +385,11 @@ class PackageView(VersionFacts):
         return any(part.partition.vocabulary.may_hold(term) for part in self.parts)
 
     def document_frequency(self, term: str) -> int:
-        """Sections in view holding a loaded term (the largest over posting blocks, summed)."""
-        return sum(entry.df for entry in self.term_entries(term) if entry is not None)
+        """Sections in view holding a loaded term (the largest over posting blocks, summed;
+        without tombstoned ones where a delta says)."""
+        found = sum(entry.df for entry in self.term_entries(term) if entry is not None)
+        dead = max((self.dead_frequency(term, b) for b in self.block_names), default=0)
+        return max(0, found - dead)
 
     def posting_lists(
         self, term: str, block: str, loaded: Loaded | None = None
@@ -487,10 +494,16 @@ class PackageView(VersionFacts):
 
     @property
     def section_total(self) -> int:
-        """Sections in view: BM25's N. A tombstoned document's sections are still counted, as
-        its terms are in the base's document frequencies (Lucene's deleted documents until a
-        merge): both stale alike, within the delta bound (docs/adr/0020)."""
-        return sum(part.partition.section_count for part in self.parts)
+        """Live sections in view: BM25's N, without the sections a delta tombstones whose
+        terms it subtracts from the document frequencies too (``dead_frequency``); a delta
+        that could not say leaves both stale alike, within its bound (docs/adr/0020)."""
+        total = sum(part.partition.section_count for part in self.parts)
+        return total - self.amended.dead_sections
+
+    def dead_frequency(self, term: str, block: str) -> int:
+        """Tombstoned sections of the view that still count in ``term``'s postings of
+        ``block`` (subtracted from its document frequency)."""
+        return self.amended.dead_frequencies.get(block, {}).get(term, 0)
 
     # -- numbering ----------------------------------------------------------------------------
 
@@ -552,6 +565,8 @@ def amended_view(parts: tuple[ViewPart, ...]) -> Amended:
     by_key = {part.partition.key: part for part in parts}
     dead: set[int] = set()
     forward: dict[int, int] = {}
+    dead_sections = 0
+    frequencies: dict[str, dict[str, int]] = {}
     for part in parts:
         amendments = part.partition.amendments
         if amendments is None:
@@ -562,9 +577,16 @@ def amended_view(parts: tuple[ViewPart, ...]) -> Amended:
         if amendments.tombstones and amendments.tombstones[-1] >= base.partition.doc_count:
             raise PackageFormatError(f"delta {part.partition.key} tombstones a missing document")
         dead.update(base.first_doc + d for d in amendments.tombstones)
+        if amendments.dead or not amendments.tombstones:  # what the old copies still count
+            first = base.partition.columns.first
+            dead_sections += sum(first[d + 1] - first[d] for d in amendments.tombstones)
+            for block, terms in amendments.dead.items():
+                into = frequencies.setdefault(block, {})
+                for term, count in terms.items():
+                    into[term] = into.get(term, 0) + count
         forward.update(zip(amendments.old_sections, amendments.new_sections, strict=True))
     origins = {new: old for old, new in forward.items()}
-    return Amended(frozenset(dead), forward, origins)
+    return Amended(frozenset(dead), forward, origins, dead_sections, frequencies)
 
 
 async def _from_every_part(

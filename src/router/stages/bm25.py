@@ -92,6 +92,7 @@ def query_lists(
             if not found:
                 continue
             df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
+            df = max(1, df - view.dead_frequency(term, name))  # a delta's old copies
             w = count * weight * idf(method, sections, df) * scale.get(term, 1.0)
             lists.extend((postings, term_id, w * postings.scale) for postings, term_id in found)
     return lists
