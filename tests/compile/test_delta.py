@@ -223,3 +223,29 @@ def test_a_tombstone_past_its_base_is_refused(versions: Mapping[str, KnowledgePa
     finally:
         delta.amendments = saved
         package._views.clear()
+
+
+def test_a_delta_that_only_adds_is_seen_across_the_numbering_gap(tmp_path: Path) -> None:
+    """The shared delta is numbered after the largest tenant's range: an anonymous view has a
+    gap between its two parts and no tombstone, and must still see both."""
+    folder = tmp_path / "k"
+    shutil.copytree(KNOWLEDGE, folder)
+    base_docs = _docs(folder)
+    base = compile_documents(base_docs, BuildConfig())
+    write_doc(folder / "epi", "luvas.md", ADDED_DOC)
+    added = [d for d in _docs(folder) if d.path == "epi/luvas.md"]
+    delta = compile_delta(
+        base.manifest,
+        {n: b for n, b in base.artifacts.items() if not is_lazy(n)},
+        base_partitions(base, base_docs),
+        changes_since(placements(base.manifest, base_docs), added, []),
+        BuildConfig(),
+    )
+    package = _load(base, delta)
+    shared_delta = package.manifest.partitions[-1]
+    assert shared_delta.amends == "shared"
+    assert shared_delta.first_section > package.manifest.partitions[0].sections  # a gap
+    for query, expected in (("luvas isolantes inflagem", "epi.luvasIsolantes"), ("apr", "apr")):
+        assert _ask(package, QueryRequest(query=query)).results[0].doc_id == expected
+    alfa = _ask(package, QueryRequest(query="luvas isolantes inflagem", tenant=ALFA))
+    assert alfa.results[0].doc_id == "epi.luvasIsolantes"

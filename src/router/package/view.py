@@ -474,7 +474,8 @@ class PackageView(VersionFacts):
         a new copy inherits its old one's edges from unchanged documents."""
         redirects, dead = self.amended.redirects, self.amended.documents
         found: dict[int, str] = {}
-        _merge_edges(found, {redirects.get(t, t): r for t, r in merged[section].items()}, strength)
+        for target, relation in merged[section].items():
+            _merge_edges(found, {redirects.get(target, target): relation}, strength)
         old = self.amended.origins.get(section)
         if old is not None:
             inherited = {  # a changed document's own edges were compiled again in its delta

@@ -86,8 +86,8 @@ def visibility_masks(package: PackageView, visibility: Visibility) -> VisibleMas
     parts = [_partition_masks(part.partition, visibility) for part in package.parts]
     if len(parts) == 1:
         return parts[0]
-    if package.amended or len(parts) > 2:
-        return _amended_masks(package, visibility, parts)
+    if len(parts) > 2 or any(part.partition.amendments for part in package.parts):
+        return _amended_masks(package, visibility, parts)  # deltas: a gap, tombstones
     docs = Mask(b"".join(p.documents for p in parts))
     if all(p.sections is None for p in parts):
         return VisibleMasks(docs, None)
