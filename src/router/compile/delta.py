@@ -68,7 +68,7 @@ class DeltaPolicy:
     with are too stale to keep, and everything is compiled again."""
 
     max_share: float = 0.05
-    min_sections: int = 256
+    min_sections: int = 64
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_share <= 1 or self.min_sections < 0:
