@@ -37,6 +37,7 @@ from router.package.content_names import is_lazy
 from router.package.fetch import FETCH_BATCH
 from router.package.layout import file_key, package_key
 from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.partitions import partition_of
 from router.package.reader import KnowledgePackage, load_package
 from router.package.records import records_in_files
 from router.ports import (
@@ -159,13 +160,19 @@ class PublishReport:
     bytes_uploaded: int = 0
     blobs_reused: int = 0  # content-named files the target already held: not sent
     bytes_reused: int = 0
+    base_blobs: int = 0  # a delta's files its base published: neither sent nor asked for
+    bases: list[str] = field(default_factory=list)
 
     def blob_summary(self) -> str:
-        """``blobs: 12 uploaded (340.1 KiB), 3,410 already there (51.2 MiB)`` (this run)."""
-        return (
+        """``blobs: 12 uploaded (340.1 KiB), 3,410 already there (51.2 MiB)`` (this run), and
+        for a delta version ``, 11,564 of its base kv-…``."""
+        found = (
             f"blobs: {self.blobs_uploaded:,} uploaded ({_size(self.bytes_uploaded)}), "
             f"{self.blobs_reused:,} already there ({_size(self.bytes_reused)})"
         )
+        if self.base_blobs:
+            found += f", {self.base_blobs:,} of its base {', '.join(self.bases)}"
+        return found
 
     @property
     def nothing_to_do(self) -> bool:
@@ -216,8 +223,13 @@ def plan_steps(
     vector_batch: int = VECTOR_BATCH,
 ) -> list[str]:
     """The ordered step names of a publish: blobs (manifest last), verify, rows, vectors,
-    activate. Pure: the same package and options always give the same plan."""
-    names = [*sorted(name for name in files if name != MANIFEST_NAME), MANIFEST_NAME]
+    activate. Pure: the same package and options always give the same plan. A delta
+    version's base files are not steps (``published_elsewhere``)."""
+    manifest = package.manifest
+    names = [
+        *sorted(n for n in files if n != MANIFEST_NAME and not published_elsewhere(manifest, n)),
+        MANIFEST_NAME,
+    ]
     steps = [blob_step(name) for name in names]
     steps.append(VERIFY_STEP)
     if rows:
@@ -256,6 +268,10 @@ async def publish(
         vector_batch=target.vector_batch,
     )
     report = PublishReport(version=version, target=target.name, steps=steps)
+    report.base_blobs = sum(1 for name in files if published_elsewhere(package.manifest, name))
+    report.bases = sorted(
+        {package.manifest.home(n) for n in package.manifest.artifacts} - {version}
+    )
     if package.has_vectors and target.vectors is None:
         report.vectors_skipped = package.manifest.counts["sections"]
     records: list[VectorRecord] = []
@@ -291,6 +307,17 @@ async def publish(
         if on_step:
             on_step(step, "done")
     return report
+
+
+def published_elsewhere(manifest: Manifest, name: str) -> bool:
+    """Whether file ``name`` belongs to a partition another version published (a delta's base,
+    docs/adr/0020): its base's publish uploaded and verified it, and a version whose manifest is
+    in a store is whole there (the manifest is written last and deleted last), so a publish of
+    the delta neither uploads nor asks for it — at a million sections, 115k files."""
+    if name == MANIFEST_NAME:
+        return False
+    key, _ = partition_of(name)
+    return manifest.partition_home(key) != manifest.knowledge_version
 
 
 async def _check_bases(manifest: Manifest, target: PublishTarget) -> None:
@@ -390,16 +417,15 @@ async def _present(
 ) -> set[str]:
     """The content-named files whose blob step is still to run and that the target already
     holds with their size — the delta. Resident files (manifest, bundles, vectors) are per
-    version: always uploaded, except a delta's base files, which its base published
-    (``Manifest.home``). A file that failed verification is uploaded whatever is there."""
+    version: always uploaded (a delta's base files are no step at all: ``published_elsewhere``).
+    A file that failed verification is uploaded whatever is there."""
     if not target.reuse_objects:
         return set()
-    version = manifest.knowledge_version
     planned = set(steps)
     names = [
         name
         for name in files
-        if (is_lazy(name) or manifest.home(name) != version)
+        if is_lazy(name)
         and blob_step(name) in planned
         and blob_step(name) not in done
         and _rewrite_mark(name) not in done
@@ -417,8 +443,9 @@ async def _verify(
     read checks them)."""
     version = manifest.knowledge_version
     done = await journal.done(target.name, version)
-    reused = sorted(name for name in files if _reused_mark(name) in done)
-    uploaded = sorted(name for name in files if _reused_mark(name) not in done)
+    own = [name for name in files if not published_elsewhere(manifest, name)]
+    reused = sorted(name for name in own if _reused_mark(name) in done)
+    uploaded = sorted(name for name in own if _reused_mark(name) not in done)
     bad: list[str] = []
     for start in range(0, len(uploaded), FETCH_BATCH):
         batch = uploaded[start : start + FETCH_BATCH]
