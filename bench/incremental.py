@@ -15,7 +15,8 @@ KV, the embedded defaults):
   same folder for comparison: one edited document, ten edited documents, one added and one
   removed document;
 - per change: delta build seconds (of which the scan), publish seconds, files and bytes the
-  publish uploaded and reused (its report), D1 rows and vector records written; the full
+  publish uploaded and reused, and the base's files it left alone (its report), D1 rows and
+  vector records written; the full
   build's seconds and rows; and whether the answers are the full build's: over the corpus's
   own query set (``_queries.jsonl``, answers known by construction), the share of queries
   with the same first result and the same top-10 set, and hit@1 of each.
@@ -270,6 +271,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "bytes_uploaded": published.bytes_uploaded,
                 "blobs_reused": published.blobs_reused,
                 "bytes_reused": published.bytes_reused,
+                "base_blobs": published.base_blobs,
                 "uploaded_share": round(published.bytes_uploaded / package_bytes, 5),
                 "delta_files": len(own),
                 "delta_bytes": sum(len(blob) for blob in own.values()),
