@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from router.compile.corpus import Diagnostic
 from router.compile.delta import BasePartition, Placement, placements
 from router.compile.indexer import CompiledPackage, group_partitions, link_targets
 from router.knowledge.model import Document
@@ -36,6 +37,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS targets (partition TEXT, kind TEXT, id TEXT, folded TEXT,"
     " path TEXT, section INTEGER, PRIMARY KEY (partition, kind, id))",
     "CREATE INDEX IF NOT EXISTS targets_folded ON targets (kind, folded)",
+    "CREATE TABLE IF NOT EXISTS warnings (path TEXT, line INTEGER, message TEXT)",
 )
 
 
@@ -104,11 +106,13 @@ class BuildBase:
         package: CompiledPackage,
         documents: Sequence[Document],
         fingerprint: str,
+        warnings: Sequence[Diagnostic] = (),
     ) -> None:
-        """Remember the full build of ``root`` (``documents``: its input, in order)."""
+        """Remember the full build of ``root`` (``documents``: its input, in order; its
+        ``warnings``, which a delta build repeats for the files it did not parse again)."""
         placed = placements(package.manifest, documents)
         with self._db:
-            for table in ("meta", "files", "targets"):
+            for table in ("meta", "files", "targets", "warnings"):
                 self._db.execute(f"DELETE FROM {table}")
             self._db.executemany(
                 "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -129,6 +133,10 @@ class BuildBase:
                 "partitions": pickle.dumps(partitions, protocol=pickle.HIGHEST_PROTOCOL),
             }
             self._db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+            self._db.executemany(
+                "INSERT INTO warnings VALUES (?, ?, ?)",
+                [(d.path, d.line, d.message) for d in warnings if d.level == "warning"],
+            )
 
     @staticmethod
     def _file_rows(root: Path, placed: Mapping[str, Placement]) -> Iterable[tuple[object, ...]]:
@@ -210,6 +218,16 @@ class BuildBase:
             )
             for key, (averages, lexicon) in stored.items()
         }
+
+    def warnings(self, skip: Iterable[str]) -> list[Diagnostic]:
+        """The full build's warnings, but those of the files in ``skip`` (parsed again)."""
+        skipped = set(skip)
+        rows = self._db.execute("SELECT path, line, message FROM warnings ORDER BY rowid")
+        return [
+            Diagnostic("warning", str(path), int(line), str(message))
+            for path, line, message in rows
+            if path not in skipped
+        ]
 
     def owners(self, kind: str, folded: str) -> list[tuple[str, str]]:
         """(partition, path) of the base documents defining a target id (casefolded)."""

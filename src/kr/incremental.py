@@ -141,7 +141,15 @@ def try_delta(
     package = compile_delta(
         manifest, resident, base.partitions(), changes, config, embeddings, source
     )
-    return DeltaBuild(package, manifest.knowledge_version, manifest, scan, documents, diagnostics)
+    unchanged_warnings = base.warnings(skip=gone)  # as a full build prints them, every build
+    return DeltaBuild(
+        package,
+        manifest.knowledge_version,
+        manifest,
+        scan,
+        documents,
+        sorted([*unchanged_warnings, *diagnostics], key=lambda d: (d.path, d.line)),
+    )
 
 
 def old_copies(

@@ -135,7 +135,13 @@ async def build_once(args: argparse.Namespace) -> int:
                 written = write_package(result.package, args.out, phases) if args.out else None
             if reuse is not None:
                 reuse.keep(doc.path for doc in result.corpus.documents)
-            base.record(root, result.package, result.corpus.documents, fingerprint)
+            base.record(
+                root,
+                result.package,
+                result.corpus.documents,
+                fingerprint,
+                result.corpus.diagnostics,
+            )
     finally:
         base.close()
         if reuse is not None:
