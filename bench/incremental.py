@@ -48,6 +48,7 @@ from kr.commands.build import base_reader, base_sizer
 from kr.document_cache import DocumentCache
 from kr.golden import load_golden
 from kr.incremental import DeltaBuild, PackageFiles, build_fingerprint, scan_changes, try_delta
+from kr.packages import stored_package_files
 from router.adapters.local.embedders import embedder_by_name
 from router.adapters.local.state import LocalState
 from router.compile.build import BuildResult, build_knowledge
@@ -58,6 +59,7 @@ from router.ops.publish import package_catalog as catalog_of
 from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import load_package
 from router.pipeline import run_query
+from router.ports import ACTIVE_VERSION_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "incremental.json"
@@ -292,6 +294,26 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {"conditions": conditions(args), "rows": rows}
 
 
+async def compare_with_full(args: argparse.Namespace) -> dict[str, Any]:
+    """``--compare WORK``: the active version of a finished run's state (its last delta) against
+    a full build of its folder as it is now, over the corpus's query set (at a million
+    sections, one full rebuild instead of one per change)."""
+    work = args.compare
+    state = LocalState(work / "state")
+    version = await state.kv.get(ACTIVE_VERSION_KEY)
+    assert version is not None, f"no active version in {work / 'state'}"
+    files = await stored_package_files(state, version)
+    full = timed_build(work / "knowledge", args.embedder, None)
+    answers = same_answers(files, full.files, args.source / "_queries.jsonl", args.queries)
+    return {
+        "conditions": conditions(args),
+        "delta_version": version,
+        "full_version": full.result.package.knowledge_version,
+        "full_build_s": round(full.seconds, 2),
+        "answers": answers,
+    }
+
+
 def conditions(args: argparse.Namespace) -> dict[str, Any]:
     def git(*argv: str) -> str:
         done = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True)
@@ -354,11 +376,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=3, help="the first N of the 3 changes")
     parser.add_argument("--queries", type=int, default=200, help="queries compared per change")
     parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="WORK",
+        help="only compare the active version of a finished run's --work folder with a full "
+        "build of its folder (after --no-full: one full rebuild for all the changes)",
+    )
+    parser.add_argument(
         "--no-full",
         action="store_true",
         help="skip the full rebuild after each change (its columns repeat the incremental's)",
     )
     args = parser.parse_args(argv)
+    if args.compare is not None:
+        compared = asyncio.run(compare_with_full(args))
+        args.out.write_text(json.dumps(compared, indent=2) + "\n", "utf-8")
+        print(json.dumps(compared, indent=2))
+        return 0
     work = args.work or Path(tempfile.mkdtemp(prefix="kr-incremental-"))
     try:
         report = asyncio.run(measure(args, work))
