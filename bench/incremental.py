@@ -220,6 +220,7 @@ def full_row(built: Built, published: PublishReport, publish_s: float) -> dict[s
 
 
 async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    started = conditions(args)  # the code that runs is the code of the start
     folder = work / "knowledge"
     shutil.copytree(args.source, folder)
     state = LocalState(work / "state")
@@ -291,7 +292,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
     base.close()
-    return {"conditions": conditions(args), "rows": rows}
+    return {"conditions": started, "rows": rows}
 
 
 async def compare_with_full(args: argparse.Namespace) -> dict[str, Any]:
