@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from router.analysis.analyzer import Analyzer
-from router.compile.fields import section_fields
 from router.compile.indexer import (
     BuildConfig,
     CompiledPackage,
     LinkTargets,
     SectionEmbeddings,
     Targets,
+    block_frequencies,
     check_stemmer_equality,
     compile_partition,
     embedding_rows,
@@ -38,7 +38,6 @@ from router.errors import ConfigError
 from router.knowledge.model import Document
 from router.package.amendments import AMENDMENTS_NAME, encode_amendments
 from router.package.content_names import is_lazy
-from router.package.fields import BM25F_BLOCK
 from router.package.manifest import Manifest
 from router.package.partitions import (
     SHARED_PARTITION,
@@ -222,20 +221,15 @@ def compile_delta(
             own.averages,
         )
         files = dict(compiled.files)
+        # the old copies' terms are the base's: its analyzer (its lexicon under the shared one)
+        base_lexicon = [bases[SHARED_PARTITION].lexicon] + ([] if is_shared else [own.lexicon])
+        base_analyzer = Analyzer(
+            config.analyzer, stem=build_stem, accent_lexicon=_merged(base_lexicon)
+        )
         files[AMENDMENTS_NAME] = encode_amendments(
             changes.tombstones.get(key, ()),
             _redirects(members, first, changes.old_sections),
-            _dead_frequencies(
-                changes.old_copies.get(key, ()),
-                config,
-                Analyzer(
-                    config.analyzer,
-                    stem=build_stem,
-                    accent_lexicon=_merged(
-                        [bases[SHARED_PARTITION].lexicon] + ([] if is_shared else [own.lexicon])
-                    ),
-                ),
-            ),
+            block_frequencies(changes.old_copies.get(key, ()), base_analyzer, config),
         )
         artifacts.update(partition_artifacts(delta_key(key), files))
         entries.append(
@@ -291,35 +285,6 @@ def _redirects(
             redirects[old] = new.get(section_id, number)
         number += len(doc.sections)
     return redirects
-
-
-def _dead_frequencies(
-    old: Sequence[Document], config: BuildConfig, analyzer: Analyzer
-) -> dict[str, dict[str, int]]:
-    """Per posting block and term, the old copies' sections holding it: what they still count
-    in their base's document frequencies. ``analyzer`` is the one their base was compiled
-    with, so the terms are the base's."""
-    found: dict[str, dict[str, int]] = {}
-    weights = config.field_weights if config.scoring == "bm25f" else None
-    for doc in old:
-        for index, section in enumerate(doc.sections):
-            fields = section_fields(doc, section, index == 0)
-            tokens = {
-                name: set(analyzer.terms(text)) if text else set() for name, text in fields.items()
-            }
-            if weights is not None:
-                blocks = {
-                    BM25F_BLOCK: set().union(
-                        *(t for n, t in tokens.items() if weights.get(n, 0.0) > 0)
-                    )
-                }
-            else:
-                blocks = tokens
-            for block, terms in blocks.items():
-                counts = found.setdefault(block, {})
-                for term in terms:
-                    counts[term] = counts.get(term, 0) + 1
-    return found
 
 
 def _merged(lexicons: Sequence[Mapping[str, str]]) -> dict[str, str]:

@@ -57,6 +57,7 @@ __all__ = [
     "LinkTargets",
     "SectionEmbeddings",
     "Targets",
+    "block_frequencies",
     "check_stemmer_equality",
     "compile_documents",
     "compile_partition",
@@ -281,20 +282,14 @@ def compile_partition(
     shared one (shared spellings win), which is exactly the analyzer its queries get.
     ``links`` resolves its wikilinks and parent ids; ``averages`` (a delta's: its base's)
     replaces its own average lengths."""
-    fields = [
-        section_fields(doc, section, index == 0)
-        for doc in documents
-        for index, section in enumerate(doc.sections)
-    ]
+    fields = _section_fields(documents)
     texts = [_joined(f) for f in fields]
     lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
     analyzer = Analyzer(
         config.analyzer, stem=build_stem, accent_lexicon={**lexicon, **shared_lexicon}
     )
-    field_tokens = {
-        name: [analyzer.terms(f[name]) if f[name] else [] for f in fields] for name in FIELD_NAMES
-    }
-    terms = sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
+    field_tokens = _field_tokens(fields, analyzer)
+    terms = _vocabulary_of(field_tokens)
     vocabulary = {term: i for i, term in enumerate(terms)}
     blocks, used_averages = _posting_blocks(
         field_tokens, vocabulary, config, first_section, averages or {}
@@ -337,6 +332,51 @@ def compile_partition(
         "postings": sum(len(block[1]) for block in blocks.values()),
     }
     return CompiledPartition(files, lexicon, len(texts), list(blocks), counts, used_averages)
+
+
+def block_frequencies(
+    documents: Sequence[Document], analyzer: Analyzer, config: BuildConfig
+) -> dict[str, dict[str, int]]:
+    """Per posting block and term, the sections of ``documents`` holding it — what they add to
+    a partition's document frequencies when ``analyzer`` is that partition's (a delta subtracts
+    its old copies' at query time, docs/adr/0020). Counted by the postings code itself."""
+    if not documents:
+        return {}
+    field_tokens = _field_tokens(_section_fields(documents), analyzer)
+    terms = _vocabulary_of(field_tokens)
+    vocabulary = {term: i for i, term in enumerate(terms)}
+    blocks, _ = _posting_blocks(field_tokens, vocabulary, config, 0, {})
+    return {
+        name: {
+            term: indptr[i + 1] - indptr[i]
+            for i, term in enumerate(terms)
+            if indptr[i + 1] > indptr[i]
+        }
+        for name, (indptr, _, _) in blocks.items()
+    }
+
+
+def _section_fields(documents: Sequence[Document]) -> list[dict[str, str]]:
+    """Each section's field texts, in section order."""
+    return [
+        section_fields(doc, section, index == 0)
+        for doc in documents
+        for index, section in enumerate(doc.sections)
+    ]
+
+
+def _field_tokens(
+    fields: Sequence[Mapping[str, str]], analyzer: Analyzer
+) -> dict[str, list[list[str]]]:
+    """Each field's terms per section (every field, so that all partitions have the same)."""
+    return {
+        name: [analyzer.terms(f[name]) if f[name] else [] for f in fields] for name in FIELD_NAMES
+    }
+
+
+def _vocabulary_of(field_tokens: Mapping[str, Sequence[Sequence[str]]]) -> list[str]:
+    """The sorted terms of ``field_tokens`` (term id = rank)."""
+    return sorted({t for tokens in field_tokens.values() for ts in tokens for t in ts})
 
 
 Targets = tuple[Mapping[str, int], Mapping[str, int]]
