@@ -75,15 +75,22 @@ def weighted_lengths(
     field_tokens: Mapping[str, Sequence[list[str]]], weights: Mapping[str, float]
 ) -> tuple[list[float], float]:
     """Each section's weighted length ``dl~`` and their average ``avgdl~`` (1 when empty)."""
-    weighted = [
-        (tokens, w) for name, tokens in field_tokens.items() if (w := weights.get(name, 0.0)) > 0
-    ]
+    weighted = _weighted(field_tokens, weights)
     num_sections = len(next(iter(field_tokens.values())))
     lengths = [0.0] * num_sections
     for tokens, weight in weighted:
         for section, terms in enumerate(tokens):
             lengths[section] += weight * len(terms)
     return lengths, sum(lengths) / max(1, num_sections) or 1.0
+
+
+def _weighted(
+    field_tokens: Mapping[str, Sequence[list[str]]], weights: Mapping[str, float]
+) -> list[tuple[Sequence[list[str]], float]]:
+    """(tokens, weight) of the fields that count: those of positive weight."""
+    return [
+        (tokens, w) for name, tokens in field_tokens.items() if (w := weights.get(name, 0.0)) > 0
+    ]
 
 
 def bm25f_block(
@@ -108,9 +115,7 @@ def bm25f_block(
     ``average`` replaces the sections' own average length: a delta partition normalises with
     its base partition's, so its impacts are on the base's scale (docs/adr/0020).
     """
-    weighted = [
-        (tokens, w) for name, tokens in field_tokens.items() if (w := weights.get(name, 0.0)) > 0
-    ]
+    weighted = _weighted(field_tokens, weights)
     num_sections = len(next(iter(field_tokens.values())))
     lengths, own_average = weighted_lengths(field_tokens, weights)
     average = own_average if average is None else average
