@@ -149,8 +149,7 @@ async def _referenced(blobs: BlobStore, version: str) -> tuple[set[str], set[str
             f"{where} cannot be read ({exc.message}); nothing was deleted: repair or "
             "republish it first"
         ) from exc
-    homes = {manifest.home(name) for name in manifest.artifacts} - {version}
-    return {package_key(version, name) for name in names}, homes
+    return {package_key(version, name) for name in names}, set(manifest.bases)
 
 
 async def _vector_ids(blobs: BlobStore, version: str) -> list[str]:

@@ -269,9 +269,7 @@ async def publish(
     )
     report = PublishReport(version=version, target=target.name, steps=steps)
     report.base_blobs = sum(1 for name in files if published_elsewhere(package.manifest, name))
-    report.bases = sorted(
-        {package.manifest.home(n) for n in package.manifest.artifacts} - {version}
-    )
+    report.bases = package.manifest.bases
     if package.has_vectors and target.vectors is None:
         report.vectors_skipped = package.manifest.counts["sections"]
     records: list[VectorRecord] = []
@@ -317,16 +315,13 @@ def published_elsewhere(manifest: Manifest, name: str) -> bool:
     if name == MANIFEST_NAME:
         return False
     key, _ = partition_of(name)
-    return manifest.partition_home(key) != manifest.knowledge_version
+    return not manifest.published_here(key)
 
 
 async def _check_bases(manifest: Manifest, target: PublishTarget) -> None:
     """A delta version (docs/adr/0020) uses the files, rows and vectors its base published:
     refused, before anything is written, where its base was not published."""
-    homes = sorted(
-        {manifest.home(name) for name in manifest.artifacts} - {manifest.knowledge_version}
-    )
-    for home in homes:
+    for home in manifest.bases:
         if await target.blobs.get(package_key(home, MANIFEST_NAME)) is None:
             cause = RouterError(
                 f"{manifest.knowledge_version} is a delta of {home}, which {target.name} does "
@@ -505,7 +500,7 @@ def package_catalog(files: Mapping[str, bytes], manifest: Manifest) -> dict[str,
     sections: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
     for entry in manifest.partitions:
-        if manifest.partition_home(entry.key) != manifest.knowledge_version:
+        if not manifest.published_here(entry.key):
             continue  # a delta's base partition: its rows are its base version's
         for local, text in enumerate(records_in_files(files, entry.key)):
             record = json.loads(text)

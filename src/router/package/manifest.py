@@ -90,6 +90,15 @@ class Manifest:
         """The version that published partition ``key`` (its bundle, its D1 rows, vectors)."""
         return self.home(partition_file(key, BUNDLE_NAME))
 
+    def published_here(self, key: str) -> bool:
+        """Whether this version published partition ``key`` (not a delta's base partition)."""
+        return self.partition_home(key) == self.knowledge_version
+
+    @property
+    def bases(self) -> list[str]:
+        """The other versions whose files, rows and vectors this one uses (a delta's base)."""
+        return sorted({self.home(name) for name in self.artifacts} - {self.knowledge_version})
+
     def partition(self, key: str) -> PartitionEntry | None:
         return next((p for p in self.partitions if p.key == key), None)
 

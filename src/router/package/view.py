@@ -181,8 +181,7 @@ class VersionFacts:
     def vector_versions(self) -> tuple[str, ...]:
         """The versions whose vector records this one searches: its own, and for a delta the
         base version that published its base partitions' (docs/adr/0020)."""
-        homes = {self.manifest.partition_home(entry.key) for entry in self.manifest.partitions}
-        return (self.version, *sorted(homes - {self.version}))
+        return (self.version, *self.manifest.bases)
 
     @property
     def embedding_model(self) -> str | None:

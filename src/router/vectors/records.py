@@ -8,7 +8,7 @@ version is in every record's metadata and every query's filter, so one version i
 from __future__ import annotations
 
 from router.knowledge.model import ALL_TENANTS
-from router.package.reader import KnowledgePackage
+from router.package.reader import KnowledgePackage, Partition
 from router.ports import VectorRecord
 
 __all__ = [
@@ -41,56 +41,49 @@ async def section_records(
     package: KnowledgePackage, published_here: bool = False
 ) -> list[VectorRecord]:
     """Every section vector of the package with its namespace and metadata; ids number the
-    sections package-wide (the partitions in order, ``PackageView.view_section``). Reads every
-    document record: a publish step, never a query. ``published_here``: only the partitions
-    this version published (a delta's base partitions have their base version's records,
-    which its queries search too, docs/adr/0020); never the sections a delta tombstones."""
+    sections package-wide (the partitions in order, ``PackageView.view_section``). Reads the
+    document records of the partitions it covers: a publish step, never a query.
+    ``published_here``: only the partitions this version published (a delta's base partitions
+    have their base version's records, which its queries search too, docs/adr/0020: their
+    records are not even read); never the sections a delta tombstones."""
     if not package.has_vectors:
         return []
-    catalog = await package.read_catalog()
     dead = tombstoned_sections(package)
-    if published_here:
-        dead |= _published_elsewhere(package)
-    rows = [
-        (partition, local)
-        for partition in package.partitions
-        for local in range(partition.section_count)
-    ]
     records = []
-    for index, ((partition, local), section) in enumerate(zip(rows, catalog.sections, strict=True)):
-        if index in dead:
+    for partition, first in _with_offsets(package):
+        if published_here and not package.manifest.published_here(partition.key):
             continue
-        doc = catalog.documents[catalog.section_doc[index]]
         assert partition.vectors is not None
-        records.append(
-            VectorRecord(
-                id=vector_id(package.version, index),
-                values=partition.vectors.row(local),
-                namespace=namespace_for(doc.tenant),
-                metadata={
-                    "version": package.version,
-                    "doc": doc.semantic_id,
-                    "section": section.section_id,
-                    "trust": doc.trust,
-                    "deprecated": doc.deprecated,
-                },
-            )
+        sections = (
+            (doc, section) for doc in await partition.records.read_all() for section in doc.sections
         )
+        for local, (doc, section) in enumerate(sections):
+            if first + local in dead:
+                continue
+            records.append(
+                VectorRecord(
+                    id=vector_id(package.version, first + local),
+                    values=partition.vectors.row(local),
+                    namespace=namespace_for(doc.tenant),
+                    metadata={
+                        "version": package.version,
+                        "doc": doc.semantic_id,
+                        "section": section.section_id,
+                        "trust": doc.trust,
+                        "deprecated": doc.deprecated,
+                    },
+                )
+            )
     return records
 
 
 def tombstoned_sections(package: KnowledgePackage) -> set[int]:
     """Package-wide numbers of the sections a delta tombstones (docs/adr/0020): no store of
     the version holds their vectors."""
-    partitions = package.partitions
-    firsts: dict[str, int] = {}
-    total = 0
-    for partition in partitions:
-        firsts[partition.key] = total
-        total += partition.section_count
-    by_key = {partition.key: partition for partition in partitions}
+    firsts = {partition.key: first for partition, first in _with_offsets(package)}
+    by_key = {partition.key: partition for partition in package.partitions}
     dead: set[int] = set()
-    for partition in partitions:
+    for partition in package.partitions:
         if partition.amendments is None or partition.entry.amends is None:
             continue
         base = by_key[partition.entry.amends]
@@ -101,12 +94,11 @@ def tombstoned_sections(package: KnowledgePackage) -> set[int]:
     return dead
 
 
-def _published_elsewhere(package: KnowledgePackage) -> set[int]:
-    """Package-wide numbers of the sections of partitions another version published."""
-    found: set[int] = set()
+def _with_offsets(package: KnowledgePackage) -> list[tuple[Partition, int]]:
+    """Each partition with the package-wide number of its first section (manifest order)."""
+    found = []
     start = 0
     for partition in package.partitions:
-        if package.manifest.partition_home(partition.key) != package.version:
-            found.update(range(start, start + partition.section_count))
+        found.append((partition, start))
         start += partition.section_count
     return found
