@@ -24,12 +24,12 @@ from router.compile.build import build_knowledge
 from router.compile.fields import section_fields
 from router.compile.indexer import BuildConfig, compile_documents
 from router.contract import QueryRequest
-from router.package.listing import postings_bytes
 from router.package.reader import load_package
+from router.package.version.listing import postings_bytes
 from router.pipeline import run_query
-from router.stages.bm25 import max_impact, query_lists, top_k, weighted_scores
-from router.stages.bm25_numpy import PostingArrays, numpy_top_k
-from router.stages.bm25_pruning import LONG_LIST_FRACTION, ScoreBounds, weighted_top_k
+from router.ranking.bm25 import max_impact, query_lists, top_k, weighted_scores
+from router.ranking.numpy_backend import PostingArrays, numpy_top_k
+from router.ranking.pruning import LONG_LIST_FRACTION, ScoreBounds, weighted_top_k
 from router.sync import run_sync
 
 ROOT = Path(__file__).resolve().parents[1]

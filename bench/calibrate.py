@@ -7,7 +7,7 @@ For every judged question that no exact key resolves and whose best section hold
 cascade (abstention off, lexical stages only, the latency budget lifted) gives the confidence
 stage's coverage, strength and margin; the label is whether its first result is relevant (a
 golden question that must be declined is never relevant). The fit is a plain Newton/IRLS on
-the four features of ``router.stages.calibration.confidence_features`` with a small L2
+the four features of ``router.calibration.confidence_features`` with a small L2
 penalty; the script prints the weights to paste into ``DEFAULT_CONFIDENCE_MODEL``, the Brier
 score and the expected calibration error (ECE) of the old product score and of the model, on
 the fit data and on the SciFact *test* split (held out), and the precision of each level at
@@ -35,12 +35,12 @@ from kr.beir_eval import beir_queries, compile_collection, detect_language, load
 from kr.golden import GoldenQuery, load_golden
 from kr.outcomes import ranked_keys
 from router.analysis.analyzer import AnalyzerConfig
+from router.calibration import DEFAULT_CONFIDENCE_MODEL, confidence_features
 from router.compile.build import build_knowledge
 from router.compile.indexer import BuildConfig
 from router.config import RouterConfig
 from router.contract import QueryResponse
 from router.package.reader import KnowledgePackage, load_package
-from router.stages.calibration import DEFAULT_CONFIDENCE_MODEL, confidence_features
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

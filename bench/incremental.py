@@ -56,8 +56,8 @@ from router.compile.corpus import knowledge_files
 from router.compile.indexer import BuildConfig
 from router.ops.publish import MemoryJournal, PublishReport, PublishTarget, catalog_rows, publish
 from router.ops.publish import package_catalog as catalog_of
-from router.package.manifest import MANIFEST_NAME, Manifest
 from router.package.reader import load_package
+from router.package.version.manifest import MANIFEST_NAME, Manifest
 from router.pipeline import run_query
 from router.ports import ACTIVE_VERSION_KEY
 

@@ -58,7 +58,7 @@ from router.compile.build import build_knowledge
 from router.compile.indexer import BuildConfig
 from router.compile.vector_cache import VectorCache, cache_id
 from router.config import RouterConfig
-from router.package.fields import DEFAULT_FIELD_WEIGHTS
+from router.package.format.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.reader import KnowledgePackage, load_package
 from router.vectors.passages import passage_text
 

@@ -37,10 +37,10 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 from tests.pyodide.client import PyodideHost, run_wrangler  # noqa: E402
 
 from router.compile.build import build_knowledge, write_package  # noqa: E402
-from router.package.bundle import BUNDLE_NAME, decode_bundle  # noqa: E402
-from router.package.manifest import Manifest  # noqa: E402
-from router.package.records import RECORDS_INDEX_NAME, RECORDS_STEM  # noqa: E402
-from router.package.texts import decode_text_index  # noqa: E402
+from router.package.format.bundle import BUNDLE_NAME, decode_bundle  # noqa: E402
+from router.package.format.texts import decode_text_index  # noqa: E402
+from router.package.stores.records import RECORDS_INDEX_NAME, RECORDS_STEM  # noqa: E402
+from router.package.version.manifest import Manifest  # noqa: E402
 
 # Runs inside Pyodide (``env`` is the Worker's env): fills the D1 table from the R2 chunks.
 _FILL = """
@@ -48,9 +48,9 @@ import json
 from router.adapters.cloudflare.d1 import run_batches
 from router.adapters.cloudflare.jsconv import binding
 from router.adapters.cloudflare.r2 import R2BlobStore
-from router.package.bundle import decode_bundle
-from router.package.texts import decode_text_index
-from router.package.layout import package_key
+from router.package.format.bundle import decode_bundle
+from router.package.format.texts import decode_text_index
+from router.package.version.layout import package_key
 store = R2BlobStore(binding(env, "KNOWLEDGE_BUCKET"))
 bundle = decode_bundle(await store.get(package_key(VERSION, "shared.partition.bin")),
                        "shared.partition.bin")
@@ -74,9 +74,9 @@ _TRIAL = """
 import asyncio, json, time
 from router.adapters.cloudflare.jsconv import binding, sql_params, to_py
 from router.adapters.cloudflare.r2 import R2BlobStore
-from router.package.content_names import verify_named
-from router.package.texts import decode_text_index
-from router.package.layout import package_key
+from router.package.version.content_names import verify_named
+from router.package.format.texts import decode_text_index
+from router.package.version.layout import package_key
 store = R2BlobStore(binding(env, "KNOWLEDGE_BUCKET"))
 index = decode_text_index(INDEX_BLOB, "records")
 out = {}

@@ -167,8 +167,8 @@ def run_worker(
 
 def write_record_rows(folder: Path, out: Path) -> int:
     """The D1 ``knowledge_records`` rows of a package folder as JSONL (what publish writes)."""
-    from router.package.manifest import Manifest
-    from router.package.records import records_in_files
+    from router.package.stores.records import records_in_files
+    from router.package.version.manifest import Manifest
 
     class Folder(dict[str, bytes]):
         def __missing__(self, name: str) -> bytes:

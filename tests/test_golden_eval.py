@@ -8,12 +8,12 @@ import pytest
 
 from kr.evaluation import evaluate
 from kr.golden import load_golden
+from router.calibration import ConfidenceModel
 from router.config import RouterConfig
 from router.errors import ConfigError
 from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.service import KnowledgeService
-from router.stages.calibration import ConfidenceModel
 from tests.common import GOLDEN, TODAY
 
 # Measured 2026-11-30 on the lexical cascade (issue 3: BM25F, corrective expansion with surface

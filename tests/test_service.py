@@ -9,10 +9,10 @@ import pytest
 
 from router.contract import QueryRequest, QueryResponse
 from router.errors import ConfigError, PackageFormatError
-from router.package.budget import ReaderBudget
-from router.package.manifest import Manifest
-from router.package.partitions import SHARED_PARTITION, partition_key
 from router.package.reader import KnowledgePackage
+from router.package.stores.budget import ReaderBudget
+from router.package.version.manifest import Manifest
+from router.package.version.partitions import SHARED_PARTITION, partition_key
 from router.pipeline import run_query
 from router.ports import BlobStore
 from router.service import KnowledgeService

@@ -36,9 +36,9 @@ from router.compile.vector_cache import VectorCache
 from router.config import RetrievalBudget, RouterConfig
 from router.contract import MAX_QUERY_CHARS, QueryRequest
 from router.errors import ConfigError, DatasetError
-from router.package.listing import postings_bytes
-from router.package.manifest import Manifest
 from router.package.reader import KnowledgePackage, load_package
+from router.package.version.listing import postings_bytes
+from router.package.version.manifest import Manifest
 from router.ports import Reranker
 from router.stages.normalizer import normalize_query
 from router.stages.vector import embedded_text

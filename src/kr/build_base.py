@@ -23,8 +23,8 @@ from router.compile.corpus import Diagnostic
 from router.compile.delta import BasePartition, Placement, placements
 from router.compile.indexer import CompiledPackage, group_partitions, link_targets
 from router.knowledge.model import Document
-from router.package.manifest import Manifest
-from router.package.partitions import partition_key
+from router.package.version.manifest import Manifest
+from router.package.version.partitions import partition_key
 
 __all__ = ["BASE_FILE", "BuildBase", "FileState", "file_digest"]
 

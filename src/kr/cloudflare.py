@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from router.errors import ConfigError
 from router.ops.publish import PublishTarget
-from router.package.manifest import Manifest
+from router.package.version.manifest import Manifest
 
 if TYPE_CHECKING:
     from router.adapters.cloudflare_api import CloudflareAPI, CloudflareSettings

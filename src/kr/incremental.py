@@ -24,10 +24,10 @@ from router.compile.indexer import BuildConfig, CompiledPackage
 from router.errors import KnowledgeFormatError, RouterError
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
-from router.package.listing import lazy_files
-from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.partitions import partition_key
 from router.package.reader import load_package
+from router.package.version.listing import lazy_files
+from router.package.version.manifest import MANIFEST_NAME, Manifest
+from router.package.version.partitions import partition_key
 from router.sync import run_sync
 
 __all__ = [

@@ -20,7 +20,7 @@ from router.adapters.local.vector_index import LocalVectorIndex
 from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES
 from router.namespaced import NamespacedStore, reranker_namespace
-from router.package.manifest import Manifest
+from router.package.version.manifest import Manifest
 from router.ports import Embedder, KeyValueStore, Reranker, VectorIndex
 from router.service import KnowledgeService
 from router.stages.cache import QueryCache

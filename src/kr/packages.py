@@ -1,7 +1,7 @@
 """Where ``kr`` reads whole packages from: a folder of ``kr build --out``, or the local state.
 
 Why verified whole: evaluation, the gate and ``kr publish`` work on a package's every file
-(section vectors included), so each read goes through :func:`router.package.fetch.
+(section vectors included), so each read goes through :func:`router.package.version.fetch.
 fetch_package_files`, and a missing file is refused rather than half-loaded.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from router.adapters.local.state import LocalState
 from router.errors import ConfigError, NoActiveVersionError
 from router.ops.publish import read_package
-from router.package.fetch import fetch_package_files, is_version_id
-from router.package.manifest import MANIFEST_NAME
 from router.package.reader import KnowledgePackage
+from router.package.version.fetch import fetch_package_files, is_version_id
+from router.package.version.manifest import MANIFEST_NAME
 from router.ports import ACTIVE_VERSION_KEY, BlobStore, KeyValueStore
 from router.service import KnowledgeService, package_getter, package_key
 from router.sync import run_sync

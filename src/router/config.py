@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from router.calibration import DEFAULT_CONFIDENCE_MODEL, ConfidenceModel
 from router.checks import (
     check_choice,
     check_count,
@@ -24,8 +25,7 @@ from router.checks import (
 from router.contract import LEVELS
 from router.errors import ConfigError
 from router.knowledge.model import TRUST_LEVELS
-from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
-from router.stages.calibration import DEFAULT_CONFIDENCE_MODEL, ConfidenceModel
+from router.package.format.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 
 __all__ = [
     "DEFAULT_CACHE_ENTRIES",
@@ -47,7 +47,7 @@ SOURCE_NAMES = ("keyword", "bm25", "vector")
 DEFAULT_TOP_K = 5
 # Candidate pool the BM25 stage keeps before filters and answer selection.
 DEFAULT_BM25_CANDIDATES = 50
-# The lexical confidence is P(top result relevant) (router.stages.calibration, ADR 0014),
+# The lexical confidence is P(top result relevant) (router.calibration, ADR 0014),
 # HIGH / MEDIUM at or above these. HIGH at 0.5: the vector stage still runs on ~40% of SciFact
 # train questions, as tuned in ADR 0006, and the top result of a HIGH one is relevant 80% of
 # the time there (79% on SciFact test, held out). LOW (P < 0.25) abstains after the corrective
@@ -119,7 +119,7 @@ that in Pyodide, and its partial scores' memory (≈ 50 bytes a section in a was
 DEFAULT_MAX_FETCHED_POSTINGS = 2_000_000
 """Postings of the lists one query may fetch (≈ 6 bytes each, 12–15 MB with the heads, what the
 Worker's shard arena holds at most): its rarest terms first, the commonest left out past it
-(``router.stages.fetch_budget``). A bound on one request's cost, never reached by the 1M
+(``router.ranking.fetch_budget``). A bound on one request's cost, never reached by the 1M
 benchmark's queries (the largest read 11.9 MB)."""
 
 # Bounds on what one question may make the stages do (issue 12, item 4: a hostile question of

@@ -21,7 +21,7 @@ from router.deferral import Defer
 from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
-from router.package.text_store import TextReads
+from router.package.stores.texts import TextReads
 from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.stages.answer import choose_answer, pick_fact
@@ -35,7 +35,6 @@ from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
-from router.stages.question_frame import ClosedClasses
 from router.stages.records import early_sections, load_records, needed_documents
 from router.stages.references import resolve_references
 from router.stages.rerank import rerank_candidates, rerank_skip_reason
@@ -45,6 +44,7 @@ from router.stages.tiers import latency_tier, tier_config
 from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
+from router.support.question_frame import ClosedClasses
 from router.sync import concurrently, run_sync
 from router.trace import Trace
 

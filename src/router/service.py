@@ -23,13 +23,18 @@ from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
 from router.ops.query_log import QueryRecorder
-from router.package.content_names import is_lazy
-from router.package.fetch import ArtifactGetter, fetch_artifact, fetch_files, fetch_package_files
-from router.package.layout import file_key, legacy_key, package_key
-from router.package.manifest import MANIFEST_NAME, Manifest, check_version_id
-from router.package.partitions import SHARED_PARTITION, delta_key
 from router.package.reader import KnowledgePackage, load_package
-from router.package.shard_store import ChunkIntoFetcher
+from router.package.stores.shards import ChunkIntoFetcher
+from router.package.version.content_names import is_lazy
+from router.package.version.fetch import (
+    ArtifactGetter,
+    fetch_artifact,
+    fetch_files,
+    fetch_package_files,
+)
+from router.package.version.layout import file_key, legacy_key, package_key
+from router.package.version.manifest import MANIFEST_NAME, Manifest, check_version_id
+from router.package.version.partitions import SHARED_PARTITION, delta_key
 from router.pipeline import CascadeServices, cached_before_loading, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
@@ -78,8 +83,8 @@ def package_getter(
 ) -> ArtifactGetter:
     """Reads one file of ``version`` from ``blobs`` (None when it is not there).
 
-    The key is :func:`router.package.layout.package_key`'s, or with the version's
-    ``manifest`` :func:`~router.package.layout.file_key`'s (a delta's base files are in its
+    The key is :func:`router.package.version.layout.package_key`'s, or with the version's
+    ``manifest`` :func:`~router.package.version.layout.file_key`'s (a delta's base files are in its
     base version's folder, docs/adr/0020). A content-named file missing at its
     shared key is looked for once more under the version's folder, where packages published
     before shared objects keep it (docs/adr/0017): one extra read on a miss only, so a rollback

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from router.package.manifest import Manifest
+from router.package.version.manifest import Manifest
 
 __all__ = [
     "CATALOG_TABLES",

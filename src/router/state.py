@@ -20,7 +20,7 @@ from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.errors import RouterError
 from router.package.view import PackageView
-from router.stages.bm25 import block_weights
+from router.ranking.bm25 import block_weights
 from router.stages.filters import Mask, Visibility, VisibleMasks, visibility_masks
 from router.stages.normalizer import NormalizedQuery
 from router.stages.query_analyzer import QueryFeatures

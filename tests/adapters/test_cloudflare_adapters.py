@@ -66,8 +66,8 @@ from router.ops.activation import activate
 from router.ops.publish import catalog_rows, package_catalog, publish_package
 from router.ops.query_log import QueryRecorder, logged_query, request_key
 from router.ops.warming import warm_cache
-from router.package.manifest import Manifest
 from router.package.reader import load_package
+from router.package.version.manifest import Manifest
 from router.pipeline import run_query
 from router.ports import (
     ACTIVE_VERSION_KEY,
@@ -83,7 +83,7 @@ from router.ports import (
 from router.service import ACTIVE_VERSION_TTL_S, REFUSED_RETRY_S, KnowledgeService, package_key
 from router.sql import MAX_BOUND_PARAMETERS, version_statements
 from router.stages.cache import QueryCache
-from router.stages.generation import build_messages
+from router.support.generation import build_messages
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder
 from router.vectors.records import section_records
 from tests.adapters.cloudflare_fakes import (

@@ -62,8 +62,8 @@ from router.ops.publish import (
     package_catalog,
     publish,
 )
-from router.package.manifest import Manifest
 from router.package.reader import load_package
+from router.package.version.manifest import Manifest
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, VectorRecord
 from router.service import package_key
 from router.vectors.hash_embedder import HashEmbedder
@@ -999,7 +999,7 @@ def test_delta_publish_and_gc_through_the_api(
     a body); ``kr gc --keep 0`` with a third version drops the first one's files, rows and
     vectors, and the two kept versions stay whole."""
     from router.ops.gc import collect, plan_gc
-    from router.package.content_names import is_lazy
+    from router.package.version.content_names import is_lazy
 
     journal = FileJournal(tmp_path / "journal")
     first, second = embedded.package.files(), embedded_edit.package.files()

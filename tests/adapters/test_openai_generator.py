@@ -24,7 +24,7 @@ from router.adapters.local.openai_generator import OpenAICompatibleGenerator
 from router.contract import AgentKnowledgeContext
 from router.errors import GenerationError
 from router.ports import Generator
-from router.stages.generation import (
+from router.support.generation import (
     build_messages,
     check_citations,
 )

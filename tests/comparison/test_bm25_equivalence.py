@@ -27,11 +27,11 @@ from router.compile.corpus import load_knowledge
 from router.compile.fields import section_fields
 from router.compile.indexer import BuildConfig, compile_documents
 from router.knowledge.model import Document
-from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
+from router.package.format.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
 from router.package.reader import load_package
 from router.package.view import PackageView
-from router.stages.bm25 import block_weights, query_lists, weighted_scores
-from router.stages.bm25_pruning import weighted_top_k
+from router.ranking.bm25 import block_weights, query_lists, weighted_scores
+from router.ranking.pruning import weighted_top_k
 from tests.common import GOLDEN, KNOWLEDGE, SHARED_DATA, load_all_postings, with_terms, write_doc
 
 SCIFACT = SHARED_DATA / "scifact"

@@ -17,9 +17,9 @@ from router.compile.indexer import BuildConfig, CompiledPackage, compile_documen
 from router.contract import QueryRequest, QueryResponse
 from router.errors import ConfigError, PackageFormatError
 from router.knowledge.model import Document
-from router.package.content_names import is_lazy
-from router.package.partitions import partition_key
 from router.package.reader import KnowledgePackage, load_package
+from router.package.version.content_names import is_lazy
+from router.package.version.partitions import partition_key
 from router.pipeline import run_query
 from router.stages.graph import RELATION_WEIGHTS
 from router.sync import run_sync

@@ -17,9 +17,9 @@ from router.contract import QueryRequest, QueryResponse
 from router.errors import KnowledgeFormatError
 from router.knowledge.model import ALL_TENANTS
 from router.knowledge.parser import parse_document
-from router.package.partitions import partition_key
 from router.package.reader import KnowledgePackage, load_package
-from router.package.records import records_in_files
+from router.package.stores.records import records_in_files
+from router.package.version.partitions import partition_key
 from router.pipeline import run_query
 from router.safety.fields import field_flag
 from router.safety.injection import INJECTION_FLAG

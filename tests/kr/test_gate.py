@@ -23,7 +23,7 @@ from router.analysis.analyzer import AnalyzerConfig
 from router.compile.build import BuildResult, build_knowledge, write_package
 from router.compile.indexer import BuildConfig
 from router.errors import ConfigError
-from router.package.fields import DEFAULT_FIELD_WEIGHTS
+from router.package.format.fields import DEFAULT_FIELD_WEIGHTS
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY
 from router.service import package_key
 from tests.common import GOLDEN, KNOWLEDGE, write_doc

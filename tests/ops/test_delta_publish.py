@@ -21,10 +21,10 @@ from router.ops.publish import (
     publish,
     publish_direct,
 )
-from router.package.content_names import is_lazy
-from router.package.fetch import fetch_package_files
-from router.package.layout import OBJECTS_PREFIX, legacy_key, package_key
-from router.package.manifest import MANIFEST_NAME
+from router.package.version.content_names import is_lazy
+from router.package.version.fetch import fetch_package_files
+from router.package.version.layout import OBJECTS_PREFIX, legacy_key, package_key
+from router.package.version.manifest import MANIFEST_NAME
 from router.ports import ACTIVE_VERSION_KEY, BlobStore
 from router.service import KnowledgeService, package_getter
 from tests.ops.conftest import Files

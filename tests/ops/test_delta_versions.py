@@ -20,9 +20,9 @@ from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.ops.gc import collect, plan_gc
 from router.ops.publish import MemoryJournal, PublishError, PublishTarget, publish, publish_direct
-from router.package.content_names import is_lazy
-from router.package.layout import version_prefix
-from router.package.manifest import MANIFEST_NAME
+from router.package.version.content_names import is_lazy
+from router.package.version.layout import version_prefix
+from router.package.version.manifest import MANIFEST_NAME
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HashEmbedder
 from tests.ops.conftest import Files, edit_tenant_doc, write_knowledge

@@ -12,9 +12,14 @@ from router.adapters.local.state import LocalState
 from router.errors import ConfigError
 from router.ops.gc import GcError, collect, plan_gc
 from router.ops.publish import publish_direct
-from router.package.fetch import fetch_package_files
-from router.package.layout import OBJECTS_PREFIX, PACKAGES_PREFIX, package_key, version_prefix
-from router.package.manifest import MANIFEST_NAME
+from router.package.version.fetch import fetch_package_files
+from router.package.version.layout import (
+    OBJECTS_PREFIX,
+    PACKAGES_PREFIX,
+    package_key,
+    version_prefix,
+)
+from router.package.version.manifest import MANIFEST_NAME
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY
 from router.service import KnowledgeService, package_getter
 from tests.ops.conftest import Files

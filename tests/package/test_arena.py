@@ -9,9 +9,9 @@ from typing import Any
 from kr.golden import load_golden
 from router.adapters.cloudflare.jsconv import copy_into
 from router.compile.build import BuildResult
-from router.package.arena import MIB, ShardArena
-from router.package.budget import ReaderBudget
 from router.package.reader import KnowledgePackage, load_package
+from router.package.stores.arena import MIB, ShardArena
+from router.package.stores.budget import ReaderBudget
 from router.pipeline import run_cascade, run_query
 from router.ports import Allocate, Blob
 from tests.common import GOLDEN, TODAY

@@ -9,11 +9,11 @@ import pytest
 
 from router.compile.build import BuildResult, build_knowledge
 from router.errors import IntegrityError, PackageFormatError
-from router.package.fetch import FETCH_BATCH, fetch_package_files
-from router.package.listing import lazy_files
-from router.package.manifest import Manifest, sha256_hex
-from router.package.partitions import SHARED_PARTITION
 from router.package.reader import load_package
+from router.package.version.fetch import FETCH_BATCH, fetch_package_files
+from router.package.version.listing import lazy_files
+from router.package.version.manifest import Manifest, sha256_hex
+from router.package.version.partitions import SHARED_PARTITION
 from tests.common import KNOWLEDGE
 
 

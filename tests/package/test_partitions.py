@@ -21,11 +21,11 @@ from router.compile.build import build_knowledge
 from router.compile.corpus import load_knowledge
 from router.compile.indexer import BuildConfig, compile_documents
 from router.contract import QueryRequest
-from router.package.fields import FIELD_NAMES
-from router.package.partitions import SHARED_PARTITION, partition_key
+from router.package.format.fields import FIELD_NAMES
 from router.package.reader import KnowledgePackage, load_package
+from router.package.version.partitions import SHARED_PARTITION, partition_key
 from router.pipeline import run_query
-from router.stages.bm25 import query_lists, weighted_scores
+from router.ranking.bm25 import query_lists, weighted_scores
 from tests.common import ALFA, BETA, GOLDEN, KNOWLEDGE, TODAY, load_all_postings, write_doc
 from tests.comparison.test_bm25_equivalence import quantization_error
 

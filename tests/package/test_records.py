@@ -13,7 +13,7 @@ from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
 from router.knowledge.model import Document, Section
-from router.package.doc_columns import decode_columns, encode_columns
+from router.package.format.doc_columns import decode_columns, encode_columns
 from router.package.reader import load_package
 from router.pipeline import CascadeServices, run_cascade, run_query
 from router.stages.filters import Visibility, visible_documents, visible_sections

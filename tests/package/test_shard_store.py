@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from router.package.shard_store import PartitionShards, ShardCache, load_shards
-from router.package.shards import decode_directory, encode_shards
+from router.package.format.shards import decode_directory, encode_shards
+from router.package.stores.shards import PartitionShards, ShardCache, load_shards
 from router.sync import run_sync
 
 TERMS = 6

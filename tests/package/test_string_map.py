@@ -7,7 +7,7 @@ import random
 import pytest
 
 from router.errors import PackageFormatError
-from router.package.string_map import FirstOf, decode_string_map, encode_string_map
+from router.package.format.string_map import FirstOf, decode_string_map, encode_string_map
 
 ALPHABET = "abcçãéz09 -\u00e9\u0301\U0001f600"
 

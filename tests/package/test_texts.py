@@ -10,10 +10,10 @@ from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import IntegrityError, PackageFormatError
 from router.knowledge.parser import strip_wikilinks
-from router.package.budget import ReaderBudget
+from router.package.format.texts import TEXTS_INDEX_NAME, decode_text_index, encode_texts
 from router.package.reader import load_package
-from router.package.text_store import SectionTexts
-from router.package.texts import TEXTS_INDEX_NAME, decode_text_index, encode_texts
+from router.package.stores.budget import ReaderBudget
+from router.package.stores.texts import SectionTexts
 from router.pipeline import CascadeServices, run_cascade, run_query
 from router.sync import run_sync
 from tests.common import TODAY, catalog_of

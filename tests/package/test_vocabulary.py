@@ -11,17 +11,17 @@ import pytest
 from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
-from router.package.bloom import BloomFilter, encode_bloom
-from router.package.content_names import Digests
+from router.package.format.bloom import BloomFilter, encode_bloom
+from router.package.format.vocabulary import KeywordEntry
 from router.package.reader import load_package
-from router.package.vocabulary import (
+from router.package.stores.vocabulary import (
     VOCABULARY_NAME,
     PartitionVocabulary,
     VocabularyChunks,
     decode_vocabulary_directory,
     encode_vocabulary,
 )
-from router.package.vocabulary_chunk import KeywordEntry
+from router.package.version.content_names import Digests
 from router.pipeline import CascadeServices, run_cascade
 from router.sync import run_sync
 from tests.common import TODAY

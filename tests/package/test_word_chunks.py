@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from router.errors import PackageFormatError
-from router.package.word_chunks import (
+from router.package.stores.words import (
     SOUND_PREFIX,
     WORD_PREFIX,
     WORDS_NAME,

@@ -91,7 +91,7 @@ async def publish(ctx: Any, env: Any, directory: str, activate: bool = True) -> 
     the router's publisher. Returns the report as JSON."""
     from router.adapters.cloudflare import bindings
     from router.ops.publish import MemoryJournal, PublishTarget, publish
-    from router.package.manifest import MANIFEST_NAME, Manifest
+    from router.package.version.manifest import MANIFEST_NAME, Manifest
 
     files = _read_package(directory)
     b = bindings(new_instance(ctx, env).env)  # the env exactly as the Worker sees it

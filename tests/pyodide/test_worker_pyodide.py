@@ -44,7 +44,7 @@ from router.contract import QueryRequest
 from router.errors import InvalidRequestError
 from router.ops.publish import publish_package
 from router.ops.warming import DEFAULT_WARM_LIMIT
-from router.package.content_names import is_lazy
+from router.package.version.content_names import is_lazy
 from router.ports import VectorRecord
 from router.service import KnowledgeService
 from router.vectors.hash_embedder import HASH_MODEL_ID, HashEmbedder

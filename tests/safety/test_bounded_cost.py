@@ -27,24 +27,26 @@ from router.config import (
 )
 from router.contract import MAX_QUERY_CHARS, QueryRequest, QueryResponse
 from router.errors import ConfigError
-from router.package import bloom
-from router.package.postings import decode_postings, encode_postings
+from router.package.format import bloom
+from router.package.format.postings import decode_postings, encode_postings
 from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
+from router.ranking import pruning as bm25_pruning
+from router.ranking.bm25 import block_lists, top_k, weighted_scores
+from router.ranking.pruning import Ranking, weighted_top_k
 from router.service import KnowledgeService
-from router.stages import bm25_pruning, expansion, lexical
-from router.stages.bm25 import block_lists, top_k, weighted_scores
-from router.stages.bm25_pruning import Ranking, weighted_top_k
+from router.stages import lexical
 from router.stages.exact import MAX_QUERY_IDS, query_keys
-from router.stages.expansion import (
+from router.stages.graph import expand
+from router.stages.normalizer import normalize_query
+from router.support import expansion
+from router.support.expansion import (
     MAX_CANDIDATES_PER_WORD,
     MAX_SYNONYMS_PER_GROUP,
     RepairLimits,
     SynonymIndex,
     repair_candidates,
 )
-from router.stages.graph import expand
-from router.stages.normalizer import normalize_query
 from router.sync import run_sync
 from router.trace import NO_DEADLINE, WorkLimit
 from tests.common import TODAY

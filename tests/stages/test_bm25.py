@@ -23,13 +23,13 @@ from router.compile.corpus import load_knowledge
 from router.compile.indexer import BuildConfig, compile_documents
 from router.config import DEFAULT_BM25_CANDIDATES, RetrievalBudget, RouterConfig
 from router.contract import QueryRequest
-from router.package.fields import DEFAULT_FIELD_WEIGHTS
-from router.package.postings import Postings, decode_postings, encode_postings
+from router.package.format.fields import DEFAULT_FIELD_WEIGHTS
+from router.package.format.postings import Postings, decode_postings, encode_postings
 from router.package.reader import KnowledgePackage, load_package
 from router.package.view import PackageView
 from router.pipeline import run_query
-from router.stages import bm25_pruning
-from router.stages.bm25 import (
+from router.ranking import pruning as bm25_pruning
+from router.ranking.bm25 import (
     QueryList,
     block_lists,
     block_weights,
@@ -37,8 +37,8 @@ from router.stages.bm25 import (
     top_k,
     weighted_scores,
 )
-from router.stages.bm25_pruning import Ranking, ScoreBounds
-from router.stages.bm25_pruning import weighted_top_k as top_k_of_lists
+from router.ranking.pruning import Ranking, ScoreBounds
+from router.ranking.pruning import weighted_top_k as top_k_of_lists
 from router.stages.filters import Visibility, visible_sections
 from tests.common import (
     ALFA,

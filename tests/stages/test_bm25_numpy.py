@@ -26,15 +26,16 @@ from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
 from router.compile.indexer import BuildConfig, compile_documents
 from router.config import DEFAULT_BM25_CANDIDATES, RetrievalBudget, RouterConfig
-from router.package.fields import DEFAULT_FIELD_WEIGHTS
-from router.package.postings import Postings, decode_postings, encode_postings
+from router.package.format.fields import DEFAULT_FIELD_WEIGHTS
+from router.package.format.postings import Postings, decode_postings, encode_postings
 from router.package.reader import KnowledgePackage, load_package
 from router.package.view import PackageView
 from router.pipeline import run_query
-from router.stages import bm25_numpy, bm25_pruning
-from router.stages.bm25 import QueryList, block_lists, block_weights, query_lists
-from router.stages.bm25_numpy import PostingArrays, numpy_top_k, served_top_k
-from router.stages.bm25_pruning import Ranking, ScoreBounds, weighted_top_k
+from router.ranking import numpy_backend as bm25_numpy
+from router.ranking import pruning as bm25_pruning
+from router.ranking.bm25 import QueryList, block_lists, block_weights, query_lists
+from router.ranking.numpy_backend import PostingArrays, numpy_top_k, served_top_k
+from router.ranking.pruning import Ranking, ScoreBounds, weighted_top_k
 from router.stages.filters import Mask, Visibility, visible_sections
 from tests.common import ALFA, GOLDEN, SHARED_DATA, TODAY, load_all_postings, with_terms
 
@@ -282,7 +283,7 @@ def test_the_core_imports_without_numpy() -> None:
     script = (
         "import sys; sys.modules['numpy'] = None\n"
         "import router.pipeline, router.stages.lexical\n"
-        "from router.stages.bm25_numpy import numpy_available\n"
+        "from router.ranking.numpy_backend import numpy_available\n"
         "assert not numpy_available()\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)

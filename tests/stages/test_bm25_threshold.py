@@ -11,15 +11,15 @@ from router.analysis.analyzer import AnalyzerConfig
 from router.compile.beir import load_beir
 from router.compile.indexer import BuildConfig, compile_documents
 from router.errors import PackageFormatError
-from router.package import shards as shard_format
-from router.package.fields import DEFAULT_FIELD_WEIGHTS
-from router.package.postings import Postings
+from router.package.format import shards as shard_format
+from router.package.format.fields import DEFAULT_FIELD_WEIGHTS
+from router.package.format.postings import Postings
+from router.package.format.shards import decode_directory, decode_shard, encode_shards
 from router.package.reader import load_package
-from router.package.shards import decode_directory, decode_shard, encode_shards
-from router.stages import bm25_pruning
-from router.stages.bm25 import QueryList, block_weights, query_lists, top_k, weighted_scores
-from router.stages.bm25_pruning import ScoreBounds, weighted_top_k
-from router.stages.bm25_threshold import threshold_top_k
+from router.ranking import pruning as bm25_pruning
+from router.ranking.bm25 import QueryList, block_weights, query_lists, top_k, weighted_scores
+from router.ranking.pruning import ScoreBounds, weighted_top_k
+from router.ranking.threshold import threshold_top_k
 from tests.common import SHARED_DATA, load_all_postings, with_terms
 
 SCIFACT = SHARED_DATA / "scifact"

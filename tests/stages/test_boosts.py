@@ -6,7 +6,7 @@ import pytest
 
 from router.config import DEFAULT_TRUST_WEIGHTS
 from router.package.reader import KnowledgePackage
-from router.stages.boosts import boost_factors, boosted
+from router.support.boosts import boost_factors, boosted
 
 
 def test_official_beats_draft_at_equal_score(package: KnowledgePackage) -> None:

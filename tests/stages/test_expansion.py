@@ -6,11 +6,11 @@ import pytest
 
 from router.config import RouterConfig
 from router.contract import QueryRequest
-from router.package.fields import BM25F_BLOCK
+from router.package.format.fields import BM25F_BLOCK
 from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
-from router.stages.bm25 import query_lists
-from router.stages.expansion import SynonymIndex, expand_terms, repair_candidates, surface_stems
+from router.ranking.bm25 import query_lists
+from router.support.expansion import SynonymIndex, expand_terms, repair_candidates, surface_stems
 from router.sync import run_sync
 from tests.common import TODAY, with_terms
 

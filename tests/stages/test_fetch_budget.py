@@ -7,7 +7,7 @@ from router.config import RetrievalBudget, RouterConfig
 from router.contract import QueryRequest
 from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
-from router.stages.fetch_budget import within_fetch_budget
+from router.ranking.fetch_budget import within_fetch_budget
 from tests.common import TODAY, with_terms
 
 QUESTION = "como renovar uma permissão de trabalho vencida no trabalho em altura"

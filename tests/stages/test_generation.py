@@ -6,7 +6,7 @@ The OpenAI-compatible adapter over a real socket is in ``tests/adapters/test_ope
 from __future__ import annotations
 
 from router.ports import GeneratedAnswer
-from router.stages.generation import build_messages, check_citations, parse_citations
+from router.support.generation import build_messages, check_citations, parse_citations
 from tests.common import INJECTION_TEXT, LLM_QUESTION, llm_context
 
 

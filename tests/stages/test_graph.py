@@ -9,15 +9,15 @@ import pytest
 from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
-from router.package.graph_chunks import (
+from router.package.format.graph import RELATIONS, GraphTable
+from router.package.reader import KnowledgePackage, load_package
+from router.package.stores.graph import (
     GRAPH_NAME,
     GraphTables,
     PartitionGraph,
     decode_graph_directory,
     encode_graph_chunks,
 )
-from router.package.graph_table import RELATIONS, GraphTable
-from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import CascadeServices, run_cascade
 from router.stages.graph import RELATION_WEIGHTS, LoadedEdges, expand
 from router.sync import run_sync

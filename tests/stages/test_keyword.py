@@ -6,7 +6,7 @@ from pathlib import Path
 
 from router.compile.build import build_knowledge
 from router.contract import QueryRequest
-from router.package.keywords import MAX_PHRASE_TARGETS
+from router.package.format.keywords import MAX_PHRASE_TARGETS
 from router.package.reader import load_package
 from router.pipeline import run_query
 from tests.common import TODAY, write_doc

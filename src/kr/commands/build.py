@@ -27,8 +27,8 @@ from router.compile.doc2query import Doc2Query
 from router.compile.indexer import BuildConfig
 from router.errors import ConfigError, QualityGateError, RouterError
 from router.ops.publish import publish_direct
-from router.package.layout import package_key
-from router.package.manifest import Manifest
+from router.package.version.layout import package_key
+from router.package.version.manifest import Manifest
 
 __all__ = ["LLM_VARIABLES", "build_once", "doc2query_from_env", "run", "watch"]
 

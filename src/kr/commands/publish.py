@@ -24,8 +24,8 @@ from kr.packages import package_folder_files, require_stored_version, stored_pac
 from router.adapters.local.state import default_state_dir
 from router.errors import ConfigError, NoActiveVersionError
 from router.ops.publish import ACTIVATE_STEP, PublishReport, PublishTarget
-from router.package.fetch import is_version_id
-from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.version.fetch import is_version_id
+from router.package.version.manifest import MANIFEST_NAME, Manifest
 from router.ports import ACTIVE_VERSION_KEY, PublishJournal
 
 __all__ = ["publish_files", "run"]

@@ -6,7 +6,7 @@ length, and term ids, shard boundaries and section numbers shift with any edit â
 file at a million sections rewrote most of the package. A delta compiles only the documents
 changed or added since the base (new copies), normalised with the base's average lengths so
 their impacts are on the base's scale; the base copies of changed and removed documents are
-tombstoned and their sections redirected to the new copies (``router.package.amendments``).
+tombstoned and their sections redirected to the new copies (``router.package.format.amendments``).
 Document frequencies and N sum over base and delta, tombstoned copies still counted: stale
 within the bound the caller enforces (``DeltaPolicy``), past which it compiles in full.
 """
@@ -36,10 +36,10 @@ from router.compile.indexer import (
 )
 from router.errors import ConfigError
 from router.knowledge.model import Document
-from router.package.amendments import AMENDMENTS_NAME, encode_amendments
-from router.package.content_names import is_lazy
-from router.package.manifest import Manifest
-from router.package.partitions import (
+from router.package.format.amendments import AMENDMENTS_NAME, encode_amendments
+from router.package.version.content_names import is_lazy
+from router.package.version.manifest import Manifest
+from router.package.version.partitions import (
     SHARED_PARTITION,
     PartitionEntry,
     delta_key,

@@ -37,7 +37,7 @@ from router.knowledge.model import Document, Section
 from router.ports import Generator
 from router.safety.injection import INJECTION_FLAG, looks_like_injection
 from router.stages.context_builder import delimit
-from router.stages.generation import ABSTAIN_MARKER
+from router.support.generation import ABSTAIN_MARKER
 
 __all__ = [
     "DEFAULT_QUESTIONS_PER_SECTION",

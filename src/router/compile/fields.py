@@ -13,8 +13,8 @@ from typing import Any
 
 from router.knowledge.model import Document, Section
 from router.knowledge.parser import strip_wikilinks
-from router.package.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
-from router.package.shards import CscBlock  # indptr over the vocabulary, ids, impacts
+from router.package.format.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
+from router.package.format.shards import CscBlock  # indptr over the vocabulary, ids, impacts
 
 __all__ = [
     "BM25F_BLOCK",
@@ -39,7 +39,8 @@ def section_fields(doc: Document, section: Section, first: bool) -> dict[str, st
     description's role, at the description's weight — a paraphrase that matches a question still
     ranks below a section that uses the query's own words in its heading or keywords (a
     separate field would change the index format, docs/index-format.md, for one weight). Why
-    not keywords: keyword phrases also resolve exactly (``package/keywords.py``), and a question
+    not keywords: keyword phrases also resolve exactly (``package/format/keywords.py``), and a
+    question
     is not a name of the document.
     """
     described = [doc.description if first else "", *doc.questions_of(section, first)]

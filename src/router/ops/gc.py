@@ -1,9 +1,11 @@
 """Garbage collection of published versions: keep a few, delete what no kept version names.
 
 Why it needs care (docs/adr/0017): since content-named files are shared by the versions that
-name them (``router.package.layout``), deleting a version is no longer deleting its folder. What
+name them (``router.package.version.layout``), deleting a version is no longer deleting its folder.
+What
 a version references is read from the version itself — its manifest, then its partitions'
-resident directories, which name every lazy file (``router.package.listing.lazy_files``) — so
+resident directories, which name every lazy file (``router.package.version.listing.lazy_files``) —
+so
 only objects that no kept version's directories name are deleted. When a kept version cannot be
 read whole (a damaged manifest or bundle), nothing is deleted: a wrong guess would break a
 version that serves or that a rollback returns to.
@@ -26,10 +28,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from router.errors import ConfigError, PackageFormatError, RouterError
-from router.package.fetch import FETCH_BATCH, fetch_package_files
-from router.package.layout import OBJECTS_PREFIX, PACKAGES_PREFIX, key_owner, package_key
-from router.package.listing import lazy_files
-from router.package.manifest import MANIFEST_NAME, Manifest
+from router.package.version.fetch import FETCH_BATCH, fetch_package_files
+from router.package.version.layout import OBJECTS_PREFIX, PACKAGES_PREFIX, key_owner, package_key
+from router.package.version.listing import lazy_files
+from router.package.version.manifest import MANIFEST_NAME, Manifest
 from router.ports import (
     ACTIVE_VERSION_KEY,
     PREVIOUS_VERSION_KEY,

@@ -14,7 +14,7 @@ step is idempotent on its own (a blob PUT, a vector upsert by id, the version's 
 and re-inserted), so a step cut short and run again is harmless too. Sans-I/O: ports only.
 
 Why a delta (docs/adr/0017): a content-named file lives at a key shared by every version
-(``router.package.layout``), so one the target already holds — same name, same bytes, same
+(``router.package.version.layout``), so one the target already holds — same name, same bytes, same
 size — is not uploaded again; a new version of a large package sends its changed chunks and
 its resident files only. Presence is asked before the blob steps, concurrently
 (:class:`~router.ports.BlobPresence`, else ``get``). The verify step reads back every blob
@@ -33,13 +33,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
-from router.package.content_names import is_lazy
-from router.package.fetch import FETCH_BATCH
-from router.package.layout import file_key, package_key
-from router.package.manifest import MANIFEST_NAME, Manifest
-from router.package.partitions import partition_of
 from router.package.reader import KnowledgePackage, load_package
-from router.package.records import records_in_files
+from router.package.stores.records import records_in_files
+from router.package.version.content_names import is_lazy
+from router.package.version.fetch import FETCH_BATCH
+from router.package.version.layout import file_key, package_key
+from router.package.version.manifest import MANIFEST_NAME, Manifest
+from router.package.version.partitions import partition_of
 from router.ports import (
     BlobPresence,
     BlobStore,

@@ -15,62 +15,62 @@ from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
-from router.package.amendments import AMENDMENTS_NAME, Amendments, decode_amendments
-from router.package.arena import ShardArena
-from router.package.budget import ReaderBudget
-from router.package.bundle import BUNDLE_NAME, decode_bundle
-from router.package.content_names import verify_named
-from router.package.doc_columns import DOCS_NAME, DocColumns, decode_columns
-from router.package.exact_chunks import (
+from router.package.format.amendments import AMENDMENTS_NAME, Amendments, decode_amendments
+from router.package.format.bundle import BUNDLE_NAME, decode_bundle
+from router.package.format.doc_columns import DOCS_NAME, DocColumns, decode_columns
+from router.package.format.shards import decode_directory
+from router.package.format.string_map import StringMap, decode_string_map
+from router.package.format.texts import TEXTS_INDEX_NAME, decode_text_index
+from router.package.format.vectors import SectionVectors, decode_vectors
+from router.package.stores.arena import ShardArena
+from router.package.stores.budget import ReaderBudget
+from router.package.stores.exact import (
     EXACT_NAME,
     ExactTables,
     PartitionExact,
     decode_exact_directory,
 )
-from router.package.graph_chunks import (
+from router.package.stores.graph import (
     GRAPH_NAME,
     GraphTables,
     PartitionGraph,
     decode_graph_directory,
 )
-from router.package.manifest import VECTORS_NAME, Manifest
-from router.package.partitions import (
-    PARTITION_FILES,
-    SHARED_PARTITION,
-    PartitionEntry,
-    partition_file,
-    partition_key,
-)
-from router.package.records import (
+from router.package.stores.records import (
     RECORDS_INDEX_NAME,
     RECORDS_STEM,
     DocumentRecords,
     RecordCache,
     RowReader,
 )
-from router.package.shard_store import ChunkIntoFetcher, PartitionShards, ShardCache
-from router.package.shards import decode_directory
-from router.package.string_map import StringMap, decode_string_map
-from router.package.text_store import (
+from router.package.stores.shards import ChunkIntoFetcher, PartitionShards, ShardCache
+from router.package.stores.texts import (
     ChunkCache,
     ChunkFetcher,
     SectionTexts,
 )
-from router.package.texts import TEXTS_INDEX_NAME, decode_text_index
-from router.package.vectors import SectionVectors, decode_vectors
-from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
-from router.package.vocabulary import (
+from router.package.stores.vocabulary import (
     VOCABULARY_NAME,
     PartitionVocabulary,
     VocabularyChunks,
     decode_vocabulary_directory,
 )
-from router.package.word_chunks import (
+from router.package.stores.words import (
     WORDS_NAME,
     PartitionWords,
     WordTables,
     decode_word_directory,
 )
+from router.package.version.content_names import verify_named
+from router.package.version.manifest import VECTORS_NAME, Manifest
+from router.package.version.partitions import (
+    PARTITION_FILES,
+    SHARED_PARTITION,
+    PartitionEntry,
+    partition_file,
+    partition_key,
+)
+from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
 from router.ports import Allocate, Blob
 
 __all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "Partition", "load_package"]
@@ -316,7 +316,7 @@ def load_package(
     document records a response needs in one query; rows it lacks come from the chunks.
     ``budget`` bounds what the package's caches keep between queries. ``fetch_chunk_into``
     (R2 in the Worker) copies a large posting shard into the package's shard arena
-    (``router.package.arena``) instead of returning new ``bytes``.
+    (``router.package.stores.arena``) instead of returning new ``bytes``.
     """
     manifest = Manifest.from_bytes(manifest_blob)
     indices = range(len(manifest.partitions)) if only is None else only
@@ -471,7 +471,8 @@ def _chunk_reader(
     manifest: Manifest, fetch: ArtifactFetcher, fetch_chunk: ChunkFetcher | None
 ) -> ChunkFetcher:
     """Reads one lazily read file (shard, exact-key, text or record chunk) and checks it against
-    the content digest in its name before anyone uses it (``router.package.content_names``)."""
+    the content digest in its name before anyone uses it
+    (``router.package.version.content_names``)."""
 
     async def read(name: str) -> bytes:
         blob = await fetch_chunk(name) if fetch_chunk is not None else fetch(name)

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from router.analysis.analyzer import Analyzer, AnalyzerConfig
 from router.errors import PackageFormatError
 from router.knowledge.model import Document, Section
-from router.package.arena import ArenaLease
-from router.package.budget import ReaderBudget
+from router.package.format.postings import Postings
+from router.package.format.string_map import FirstOf
+from router.package.format.vocabulary import TermEntry
 from router.package.joined import Indexed, Joined, Offset
-from router.package.manifest import Manifest
-from router.package.postings import Postings
-from router.package.shard_store import Loaded, ShardReads, load_shards
-from router.package.string_map import FirstOf
-from router.package.text_store import TextReads
-from router.package.vocabulary_chunk import TermEntry
+from router.package.stores.arena import ArenaLease
+from router.package.stores.budget import ReaderBudget
+from router.package.stores.shards import Loaded, ShardReads, load_shards
+from router.package.stores.texts import TextReads
+from router.package.version.manifest import Manifest
 from router.sync import concurrently
 
 if TYPE_CHECKING:
@@ -430,7 +430,7 @@ class PackageView(VersionFacts):
     async def look_up_words(
         self, keys: Iterable[str]
     ) -> tuple[dict[str, tuple[str | None, ...]], TextReads]:
-        """Each word-map key's value in every partition in view (``router.package.word_chunks``),
+        """Each word-map key's value in every partition in view (``router.package.stores.words``),
         their chunks fetched concurrently (one round trip)."""
         wanted = sorted(set(keys))
         per_part, reads = await _from_every_part(

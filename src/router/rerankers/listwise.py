@@ -4,7 +4,7 @@ their ids, most relevant first (RankGPT-style, one call for the whole top-N).
 Why through :class:`~router.ports.Generator`: whatever LLM answers questions (Workers AI, any
 OpenAI-compatible endpoint) can order passages too, with the same prompt rules — the passages go
 in as delimited knowledge blocks, never as instructions, and a passage flagged as a prompt
-injection is withheld by :func:`router.stages.generation.build_messages` before any model sees
+injection is withheld by :func:`router.support.generation.build_messages` before any model sees
 it. The passages are labelled ``p1`` … ``pN`` and the model is asked to answer with those ids in
 brackets, the citation format the generator already parses.
 

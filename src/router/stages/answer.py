@@ -21,8 +21,8 @@ from router.knowledge.model import Document, FactValue, Section
 from router.ports import Generator
 from router.safety.fields import fact_flagged, heading_flagged, title_flagged
 from router.safety.injection import sentence_flags
-from router.stages.facts import FactMatch, best_fact
-from router.stages.generation import check_citations
+from router.support.facts import FactMatch, best_fact
+from router.support.generation import check_citations
 
 if TYPE_CHECKING:
     from router.stages.fusion import Fused

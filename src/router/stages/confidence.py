@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from router.config import RouterConfig
 from router.contract import ConfidenceLevel, Level
-from router.package.postings import Postings
+from router.package.format.postings import Postings
 from router.package.view import PackageView
-from router.stages.bm25 import bm25_method, max_impact, query_lists
+from router.ranking.bm25 import bm25_method, max_impact, query_lists
 
 if TYPE_CHECKING:
-    from router.package.shard_store import Loaded
+    from router.package.stores.shards import Loaded
     from router.state import QueryState, Ranked
 
 __all__ = [

@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
-from router.stages.expansion import (
+from router.stages.lexical import Lexical, lexical_search
+from router.stages.terms import read_terms
+from router.support.expansion import (
     RepairCandidates,
     RepairLimits,
     SynonymIndex,
@@ -25,8 +27,6 @@ from router.stages.expansion import (
     stem_corrections,
     surface_stems,
 )
-from router.stages.lexical import Lexical, lexical_search
-from router.stages.terms import read_terms
 
 if TYPE_CHECKING:
     from router.config import RouterConfig

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from router.analysis.text import fold
 from router.errors import RouterError
-from router.package.text_store import TextReads
+from router.package.stores.texts import TextReads
 from router.package.view import ExactTarget, PackageView
 from router.stages.normalizer import NormalizedQuery
 from router.trace import DocRef

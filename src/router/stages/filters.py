@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from router.knowledge.model import Document
-from router.package.doc_columns import DocColumns, day_number
+from router.package.format.doc_columns import DocColumns, day_number
 from router.package.view import PackageView
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from router.checks import check_choice
 from router.config import FUSION_METHODS
-from router.stages.boosts import boost_factors, boosted, context_targets
 from router.stages.exact import hit_section
+from router.support.boosts import boost_factors, boosted, context_targets
 from router.trace import SectionRef
 
 if TYPE_CHECKING:

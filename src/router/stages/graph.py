@@ -3,7 +3,7 @@
 Why bounded: a knowledge graph is dense; following every edge would drag the whole base into
 the context. Only the neighbours of the best few sections are considered (depth 1 by default),
 ranked by seed score × relation weight, and at most ``max_nodes`` are kept. The edges are read
-per query, for the sections the expansion leaves from (``router.package.graph_chunks``); at most
+per query, for the sections the expansion leaves from (``router.package.stores.graph``); at most
 ``RetrievalBudget.max_graph_edges`` of them are read and walked, and the walk stops at the
 latency deadline (the trace says ``truncated`` / ``budget_exceeded``).
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from router.config import DEFAULT_MAX_GRAPH_EDGES
 from router.errors import RouterError
-from router.package.text_store import TextReads
+from router.package.stores.texts import TextReads
 from router.stages.exact import hit_section
 from router.trace import SectionRef, WorkLimit
 

@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
-from router.package.shard_store import ShardReads
-from router.package.text_store import TextReads
-from router.stages.bm25 import bm25_method, query_lists
-from router.stages.bm25_numpy import PostingArrays, served_top_k
-from router.stages.bm25_pruning import ScoreBounds
+from router.package.stores.shards import ShardReads
+from router.package.stores.texts import TextReads
+from router.ranking.bm25 import bm25_method, query_lists
+from router.ranking.fetch_budget import within_fetch_budget
+from router.ranking.numpy_backend import PostingArrays, served_top_k
+from router.ranking.pruning import ScoreBounds
 from router.stages.confidence import LexicalConfidence, lexical_confidence
-from router.stages.fetch_budget import within_fetch_budget
-from router.stages.keyword import keyword_matches
 from router.stages.terms import read_terms
+from router.support.keyword import keyword_matches
 from router.trace import TRACE_TOP_N, SectionRef, WorkLimit
 
 if TYPE_CHECKING:
-    from router.package.arena import ArenaLease
+    from router.package.stores.arena import ArenaLease
     from router.package.view import PackageView
     from router.state import QueryState, Ranked
 

@@ -15,7 +15,7 @@ from router.analysis.analyzer import Analyzer
 from router.config import DEFAULT_MAX_QUERY_WORDS
 from router.contract import Complexity, Intent, TaskType
 from router.stages.normalizer import NormalizedQuery
-from router.stages.question_frame import ClosedClasses, frame_question
+from router.support.question_frame import ClosedClasses, frame_question
 
 __all__ = ["AnswerType", "QueryFeatures", "analyze_query"]
 

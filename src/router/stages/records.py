@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from router.errors import RouterError
 from router.knowledge.model import Document
-from router.package.text_store import TextReads
+from router.package.stores.texts import TextReads
 from router.sync import concurrently
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, cast
 
 from router.errors import RerankError, RouterError
 from router.knowledge.model import Document
-from router.package.text_store import TextReads
+from router.package.stores.texts import TextReads
 from router.ports import Reranker
 from router.safety.injection import INJECTION_FLAG
 from router.stages.context_builder import shown_heading, shown_title

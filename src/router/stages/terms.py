@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
-from router.package.text_store import TextReads
+from router.package.stores.texts import TextReads
 
 if TYPE_CHECKING:
     from router.state import QueryState

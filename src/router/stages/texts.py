@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from router.errors import RouterError
 
 if TYPE_CHECKING:
-    from router.stages.facts import FactMatch
     from router.stages.fusion import Fused
     from router.state import QueryState
+    from router.support.facts import FactMatch
 
 __all__ = ["load_texts", "quoted_sections"]
 

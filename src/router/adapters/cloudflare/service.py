@@ -48,7 +48,7 @@ from router.errors import ConfigError
 from router.namespaced import NamespacedStore, reranker_namespace
 from router.ops.query_log import QueryRecorder
 from router.ops.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
-from router.package.manifest import Manifest
+from router.package.version.manifest import Manifest
 from router.ports import Embedder, KeyValueStore, VectorIndex
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, VectorStageFactory
 from router.stages.cache import QueryCache

@@ -7,7 +7,7 @@ The request is the one ``kr build`` sends for the passages (no "query:"/"passage
 ``kind`` does not change it; ``pooling`` as the model needs): both come from
 :mod:`router.vectors.workers_ai_models`.
 
-Why the generator reuses :mod:`router.stages.generation`: the prompt layout (router policy,
+Why the generator reuses :mod:`router.support.generation`: the prompt layout (router policy,
 knowledge as delimited data, question) and the citation parsing are product rules shared with the
 OpenAI-compatible adapter; only the transport differs. Every failure becomes a
 :class:`~router.errors.GenerationError`.
@@ -30,8 +30,8 @@ from router.adapters.cloudflare.jsconv import to_js, to_py
 from router.contract import AgentKnowledgeContext
 from router.errors import BindingError, GenerationError, RerankError
 from router.ports import GeneratedAnswer
-from router.stages.generation import build_messages, parse_citations
 from router.stages.rerank import scores_by_index
+from router.support.generation import build_messages, parse_citations
 from router.vectors.workers_ai_models import (
     BGE_M3,
     MAX_CHARS_PER_CALL,

@@ -2,7 +2,7 @@
 
 Why a generic adapter: local runs (llama.cpp, vLLM, Ollama) and hosted APIs speak the same chat
 protocol, so one small client covers them; the prompt layout and the citation rules stay in the
-sans-I/O stage (:mod:`router.stages.generation`). Every failure becomes a
+sans-I/O stage (:mod:`router.support.generation`). Every failure becomes a
 :class:`~router.errors.GenerationError` whose message never carries the API key.
 """
 
@@ -16,7 +16,7 @@ from router.adapters.http_client import OwnedHttpClient
 from router.contract import AgentKnowledgeContext
 from router.errors import GenerationError
 from router.ports import GeneratedAnswer
-from router.stages.generation import build_messages, parse_citations
+from router.support.generation import build_messages, parse_citations
 
 __all__ = ["OpenAICompatibleGenerator"]
 

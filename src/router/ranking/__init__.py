@@ -1,0 +1,3 @@
+"""BM25 ranking over the compiled postings: one front door (``ranking.top_k.served_top_k``), the
+exhaustive reference (``ranking.bm25``), the pruned and threshold top-k (``ranking.pruning``,
+``ranking.threshold``) and the optional numpy backend (``ranking.numpy_backend``, CPython only)."""
