@@ -17,13 +17,17 @@ from pathlib import Path
 
 from kr.build_base import BuildBase, FileState, file_digest
 from kr.document_cache import DocumentCache, parser_digest
-from router.compile.corpus import SYNONYMS_FILE, Diagnostic, knowledge_file_stats
+from router.compile.corpus import (
+    SYNONYMS_FILE,
+    Diagnostic,
+    knowledge_file_stats,
+    parse_knowledge_file,
+)
 from router.compile.delta import DeltaPolicy, Placement, changes_since, compile_delta
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage
 from router.errors import KnowledgeFormatError, RouterError
 from router.knowledge.model import Document
-from router.knowledge.parser import parse_document
 from router.package.reader import load_package
 from router.package.version.listing import lazy_files
 from router.package.version.manifest import MANIFEST_NAME, Manifest
@@ -192,7 +196,7 @@ def _parse(
         try:
             doc = reuse.get(path, raw) if reuse is not None else None
             if doc is None:
-                doc = parse_document(path, raw)
+                doc = parse_knowledge_file(path, raw)
                 if reuse is not None:
                     reuse.put(path, raw, doc)
         except KnowledgeFormatError as exc:

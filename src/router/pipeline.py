@@ -24,13 +24,15 @@ from router.package.reader import KnowledgePackage
 from router.package.stores.texts import TextReads
 from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
+from router.results import Fused
 from router.stages.answer import choose_answer, pick_fact
 from router.stages.cache import CacheLookup, QueryCache, look_up, probe
 from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
 from router.stages.exact import exact_hits, look_up_keys
-from router.stages.fusion import Fused, fuse_candidates, record_fusion
+from router.stages.filters import visibility_masks
+from router.stages.fusion import fuse_candidates, record_fusion
 from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
@@ -140,6 +142,7 @@ async def run_cascade(
             return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
         cache_key = lookup.key
 
+    state.visible_masks = visibility_masks(view, state.visibility)
     exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
     state.lexical = await lexical_search(state, features.terms, prefetched=term_reads)

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from router.contract import QueryRequest
+
 __all__ = [
     "ACTIVE_VERSION_KEY",
     "PREVIOUS_VERSION_KEY",
@@ -27,6 +29,7 @@ __all__ = [
     "KeyValueStore",
     "LoggedQuery",
     "QueryLog",
+    "QueryRecorder",
     "RecordRows",
     "RelationalStore",
     "Reranker",
@@ -169,6 +172,19 @@ class QueryLog(Protocol):
 
     async def prune(self, before: float) -> None:
         """Forget the hours that ended before ``before``."""
+        ...
+
+
+class QueryRecorder(Protocol):
+    """Where the service records the questions it served (``router.ops.query_log``'s batches
+    into a ``QueryLog``; the cache warming replays the most frequent)."""
+
+    async def record(self, request: QueryRequest) -> None:
+        """Count one served request; never raises (a lost log line never fails a query)."""
+        ...
+
+    async def flush(self) -> int:
+        """Write what is pending now (the cron does before it warms); how many were written."""
         ...
 
 

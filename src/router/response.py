@@ -20,13 +20,10 @@ from router.contract import (
 )
 from router.metrics import Metrics
 from router.package.view import PackageView, RecordNotLoaded
+from router.results import Fused, LatencyTier, LexicalConfidence, QueryFeatures
 from router.stages.answer import Answer
-from router.stages.confidence import LexicalConfidence
 from router.stages.context_builder import shown_heading, shown_title
-from router.stages.fusion import Fused
 from router.stages.normalizer import normalize_query
-from router.stages.query_analyzer import QueryFeatures
-from router.stages.tiers import LatencyTier
 from router.state import QueryState
 from router.trace import Trace
 

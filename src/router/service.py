@@ -22,7 +22,6 @@ from router.contract import QueryRequest, QueryResponse
 from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
-from router.ops.query_log import QueryRecorder
 from router.package.reader import KnowledgePackage, load_package
 from router.package.stores.shards import ChunkIntoFetcher
 from router.package.version.content_names import is_lazy
@@ -45,6 +44,7 @@ from router.ports import (
     Embedder,
     Generator,
     KeyValueStore,
+    QueryRecorder,
     RecordRows,
     Reranker,
     VectorIndex,

@@ -14,33 +14,30 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from router.config import RouterConfig
 from router.contract import QueryRequest
 from router.errors import RouterError
 from router.package.view import PackageView
 from router.ranking.bm25 import block_weights
-from router.stages.filters import Mask, Visibility, VisibleMasks, visibility_masks
-from router.stages.normalizer import NormalizedQuery
-from router.stages.query_analyzer import QueryFeatures
-from router.stages.tiers import LatencyTier
+from router.results import (
+    Assessment,
+    ExactHit,
+    GraphNode,
+    LatencyTier,
+    Lexical,
+    Mask,
+    NormalizedQuery,
+    QueryFeatures,
+    Ranked,
+    Visibility,
+    VisibleMasks,
+)
 from router.trace import Trace
 
-if TYPE_CHECKING:
-    from router.stages.confidence import Assessment
-    from router.stages.exact import ExactHit
-    from router.stages.lexical import Lexical
-
-__all__ = ["GraphNode", "QueryState", "Ranked", "query_day"]
+__all__ = ["QueryState", "query_day"]
 
 log = logging.getLogger(__name__)
-
-Ranked = list[tuple[int, float]]
-"""(section index, score), best first: what every ranking stage returns."""
-
-GraphNode = tuple[int, float, str]
-"""(section index, score, relation it was reached through)."""
 
 
 def query_day(request: QueryRequest, today: str | None) -> str:
@@ -69,6 +66,7 @@ class QueryState:
     assessment: Assessment | None = None
     texts: dict[int, str] = field(default_factory=dict)  # section → text, for what is quoted
     unreadable: list[str] = field(default_factory=list)  # codes of index reads that failed
+    visible_masks: VisibleMasks | None = None  # the filters stage's (``masks``)
 
     def note_unreadable(self, what: str, exc: RouterError) -> str:
         """A read of the index this query could not make (``what``: "posting shards"...):
@@ -86,10 +84,13 @@ class QueryState:
     def visibility(self) -> Visibility:
         return Visibility(self.request.tenant, self.day, self.request.include_deprecated)
 
-    @cached_property
+    @property
     def masks(self) -> VisibleMasks:
-        """What this caller may see (tenant, validity date, deprecation), joined once."""
-        return visibility_masks(self.package, self.visibility)
+        """What this caller may see (tenant, validity date, deprecation): the filters stage's
+        result, which the cascade always has past the cache."""
+        if self.visible_masks is None:
+            raise RuntimeError("the filters stage has not run yet")
+        return self.visible_masks
 
     @property
     def visible(self) -> Mask:

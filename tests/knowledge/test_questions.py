@@ -12,11 +12,11 @@ import pytest
 
 from kr.cli import main
 from router.compile.build import build_knowledge
+from router.compile.corpus import parse_knowledge_file
 from router.compile.fields import section_fields
 from router.contract import QueryRequest, QueryResponse
 from router.errors import KnowledgeFormatError
 from router.knowledge.model import ALL_TENANTS
-from router.knowledge.parser import parse_document
 from router.package.reader import KnowledgePackage, load_package
 from router.package.stores.records import records_in_files
 from router.package.version.partitions import partition_key
@@ -80,7 +80,7 @@ def _words(text: str) -> set[str]:
 
 
 def test_a_paraphrase_sharing_no_word_with_the_text_finds_the_document(tmp_path: Path) -> None:
-    doc = parse_document("encerramento.md", _closure())
+    doc = parse_knowledge_file("encerramento.md", _closure())
     text = " ".join([doc.title, *(s.heading + " " + s.text for s in doc.sections)])
     assert not _words(PARAPHRASE) - {"o", "que", "com", "a", "de"} & _words(text)
 
@@ -105,21 +105,21 @@ def test_questions_are_search_text_only_never_in_a_response_or_record(tmp_path: 
 
 
 def test_questions_join_the_first_sections_description_and_passage() -> None:
-    doc = parse_document("e.md", _closure(f'questions: ["{QUESTION}", Outra pergunta?]\n'))
+    doc = parse_knowledge_file("e.md", _closure(f'questions: ["{QUESTION}", Outra pergunta?]\n'))
     first, second = doc.sections
     assert doc.questions == [QUESTION, "Outra pergunta?"]
     assert section_fields(doc, first, True)["description"] == f"{QUESTION} Outra pergunta?"
     assert section_fields(doc, second, False)["description"] == ""
     assert passage_text(doc, first).split("\n")[1:3] == [QUESTION, "Outra pergunta?"]
     assert QUESTION not in passage_text(doc, second)
-    plain = parse_document("e.md", _closure())
+    plain = parse_knowledge_file("e.md", _closure())
     assert passage_text(plain, plain.sections[0]) == passage_text(doc, first).replace(
         f"{QUESTION}\nOutra pergunta?\n", ""
     )  # a document without questions embeds as before: its cached vectors stay valid
 
 
 def test_one_string_is_one_question_and_is_not_split_at_commas() -> None:
-    doc = parse_document("e.md", _closure("questions: Quem encerra, e quando?\n"))
+    doc = parse_knowledge_file("e.md", _closure("questions: Quem encerra, e quando?\n"))
     assert doc.questions == ["Quem encerra, e quando?"]
     assert "questions" not in doc.metadata
 
@@ -138,7 +138,7 @@ def test_a_malformed_questions_value_names_the_file_and_line(
     front: str, line: int, fragment: str
 ) -> None:
     with pytest.raises(KnowledgeFormatError) as info:
-        parse_document("docs/encerramento.md", _closure(front))
+        parse_knowledge_file("docs/encerramento.md", _closure(front))
     assert info.value.message.startswith(f"docs/encerramento.md:{line}:")
     assert fragment in info.value.message
 
@@ -160,7 +160,7 @@ def test_an_injected_question_is_flagged_reported_and_never_reaches_a_response(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     front = f'questions:\n  - "{QUESTION}"\n  - "{INJECTED}"\n'
-    doc = parse_document("encerramento.md", _closure(front))
+    doc = parse_knowledge_file("encerramento.md", _closure(front))
     [(line, message)] = doc.warnings
     assert line == 6 and "possible prompt injection in questions:2" in message
     assert doc.flags == ["questions:2"]

@@ -16,7 +16,8 @@ from router.knowledge.model import Document, Section
 from router.package.format.doc_columns import decode_columns, encode_columns
 from router.package.reader import load_package
 from router.pipeline import CascadeServices, run_cascade, run_query
-from router.stages.filters import Visibility, visible_documents, visible_sections
+from router.results import Visibility
+from router.stages.filters import visible_documents, visible_sections
 from tests.common import ALFA, TODAY, catalog_of, with_all_records
 
 DAYS = ["1999-01-01", "2024-12-31", "2025-06-30", TODAY, "2031-01-01"]

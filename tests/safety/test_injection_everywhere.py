@@ -14,9 +14,8 @@ import pytest
 
 from kr.cli import main
 from router.compile.build import build_knowledge
-from router.compile.corpus import load_knowledge
+from router.compile.corpus import load_knowledge, parse_knowledge_file
 from router.contract import QueryRequest, QueryResponse
-from router.knowledge.parser import parse_document
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
 from router.safety.fields import field_flag
@@ -161,7 +160,7 @@ FIELD_CASES = {
 @pytest.mark.parametrize("case", list(FIELD_CASES))
 def test_every_field_is_scanned_and_reported_at_its_line(case: str) -> None:
     text, field, line = FIELD_CASES[case]
-    doc = parse_document("wp.md", text)
+    doc = parse_knowledge_file("wp.md", text)
     [(warned_line, message)] = doc.warnings
     assert warned_line == line and f"prompt injection in {field}:" in message
     flags = {flag for section in doc.sections for flag in section.flags}

@@ -39,7 +39,8 @@ from router.ranking.bm25 import (
 )
 from router.ranking.pruning import Ranking, ScoreBounds
 from router.ranking.pruning import weighted_top_k as top_k_of_lists
-from router.stages.filters import Visibility, visible_sections
+from router.results import Visibility
+from router.stages.filters import visible_sections
 from tests.common import (
     ALFA,
     BETA,

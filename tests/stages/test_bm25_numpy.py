@@ -36,7 +36,8 @@ from router.ranking import pruning as bm25_pruning
 from router.ranking.bm25 import QueryList, block_lists, block_weights, query_lists
 from router.ranking.numpy_backend import PostingArrays, numpy_top_k, served_top_k
 from router.ranking.pruning import Ranking, ScoreBounds, weighted_top_k
-from router.stages.filters import Mask, Visibility, visible_sections
+from router.results import Mask, Visibility
+from router.stages.filters import visible_sections
 from tests.common import ALFA, GOLDEN, SHARED_DATA, TODAY, load_all_postings, with_terms
 
 SCIFACT = SHARED_DATA / "scifact"

@@ -21,8 +21,8 @@ from router.contract import QueryRequest, QueryResponse
 from router.errors import ConfigError, RerankError
 from router.package.reader import KnowledgePackage
 from router.pipeline import CascadeServices, run_cascade
+from router.results import Fused
 from router.service import KnowledgeService
-from router.stages.fusion import Fused
 from router.stages.rerank import RERANK_SOURCE, blend, scores_by_index
 from router.sync import run_sync
 from tests.common import ALFA, BETA, KNOWLEDGE, TODAY

@@ -18,6 +18,7 @@ from router.analysis.text import normalize_text
 from router.errors import KnowledgeFormatError
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
+from router.safety.fields import flag_document
 
 __all__ = [
     "BuildPhases",
@@ -27,6 +28,7 @@ __all__ = [
     "knowledge_file_stats",
     "knowledge_files",
     "load_knowledge",
+    "parse_knowledge_file",
 ]
 
 BuildPhases = Callable[[str, int], Callable[[int], None]]
@@ -135,12 +137,23 @@ def load_knowledge(
     return corpus
 
 
+def parse_knowledge_file(path: str, raw: bytes | str) -> Document:
+    """One knowledge file parsed (``KnowledgeFormatError`` names its line), then scanned for
+    prompt injection: flagged fields and sections, and a warning each (``router.safety.fields``).
+
+    Why the compiler scans and not the parser: the parser reads the knowledge format only; what
+    the router makes of the text (flags, never quoted as instructions) is the compiler's."""
+    doc = parse_document(path, raw)
+    doc.warnings = [(f.line, f.message()) for f in flag_document(doc)]
+    return doc
+
+
 def _parsed(relative: str, raw: bytes, reuse: ParsedDocuments | None) -> Document:
     if reuse is None:
-        return parse_document(relative, raw)
+        return parse_knowledge_file(relative, raw)
     doc = reuse.get(relative, raw)
     if doc is None:
-        doc = parse_document(relative, raw)
+        doc = parse_knowledge_file(relative, raw)
         reuse.put(relative, raw, doc)
     return doc
 

@@ -83,9 +83,9 @@ class Document:
     share no word with the text. They are search text only — indexed with the description
     (``router.compile.fields``) and embedded with the first section
     (``router.vectors.passages``) — so they are not in the package's records and never reach a
-    response. ``field_lines`` (where each
-    front-matter key is written) and ``warnings`` (``(line, message)`` the parser found) live only
-    while building, for ``file:line`` messages.
+    response. ``field_lines`` (where each front-matter key is written) and ``warnings``
+    (``(line, message)`` the compiler's injection scan found) live only while building, for
+    ``file:line`` messages.
     """
 
     semantic_id: str

@@ -25,7 +25,6 @@ from router.knowledge.model import (
     Section,
     strip_wikilinks,
 )
-from router.safety.fields import flag_document
 
 __all__ = ["SEMANTIC_ID", "WIKILINK", "parse_document", "strip_wikilinks"]
 
@@ -64,7 +63,6 @@ def parse_document(path: str, raw: bytes | str) -> Document:
     doc = _document_from_meta(path, meta, lines)
     doc.sections = _sections(path, doc, lines, body_start)
     doc.field_lines = _field_lines(doc, lines)
-    doc.warnings = [(f.line, f.message()) for f in flag_document(doc)]
     return doc
 
 

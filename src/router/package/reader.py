@@ -7,112 +7,48 @@ refused as a whole and the previously loaded version keeps serving.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
-from router.package.format.amendments import AMENDMENTS_NAME, Amendments, decode_amendments
-from router.package.format.bundle import BUNDLE_NAME, decode_bundle
-from router.package.format.doc_columns import DOCS_NAME, DocColumns, decode_columns
-from router.package.format.shards import decode_directory
-from router.package.format.string_map import StringMap, decode_string_map
-from router.package.format.texts import TEXTS_INDEX_NAME, decode_text_index
-from router.package.format.vectors import SectionVectors, decode_vectors
+from router.package.partition import Partition, SharedCaches, decode_partition
 from router.package.stores.arena import ShardArena
 from router.package.stores.budget import ReaderBudget
 from router.package.stores.exact import (
-    EXACT_NAME,
     ExactTables,
-    PartitionExact,
-    decode_exact_directory,
 )
 from router.package.stores.graph import (
-    GRAPH_NAME,
     GraphTables,
-    PartitionGraph,
-    decode_graph_directory,
 )
 from router.package.stores.records import (
-    RECORDS_INDEX_NAME,
-    RECORDS_STEM,
-    DocumentRecords,
     RecordCache,
     RowReader,
 )
-from router.package.stores.shards import ChunkIntoFetcher, PartitionShards, ShardCache
+from router.package.stores.shards import ChunkIntoFetcher, ShardCache
 from router.package.stores.texts import (
     ChunkCache,
     ChunkFetcher,
-    SectionTexts,
 )
 from router.package.stores.vocabulary import (
-    VOCABULARY_NAME,
-    PartitionVocabulary,
     VocabularyChunks,
-    decode_vocabulary_directory,
 )
 from router.package.stores.words import (
-    WORDS_NAME,
-    PartitionWords,
     WordTables,
-    decode_word_directory,
 )
 from router.package.version.content_names import verify_named
-from router.package.version.manifest import VECTORS_NAME, Manifest
+from router.package.version.manifest import Manifest
 from router.package.version.partitions import (
-    PARTITION_FILES,
     SHARED_PARTITION,
-    PartitionEntry,
-    partition_file,
     partition_key,
 )
 from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
 from router.ports import Allocate, Blob
 
-__all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "Partition", "load_package"]
+__all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
-
-
-@dataclass
-class Partition:
-    """One decoded partition: its document columns, terms, lookup tables, and the stores of its
-    records, texts and posting shards (read per query)."""
-
-    entry: PartitionEntry
-    columns: DocColumns  # per document: first section, validity, trust, deprecation, scope
-    records: DocumentRecords  # documents and their sections' headings, links, flags (lazy)
-    vocabulary: PartitionVocabulary  # terms, their df and keyword phrases: directory (lazy)
-    postings: PartitionShards  # the resident directory; shards read per query
-    exact: PartitionExact  # exact keys (ids, titles, aliases, facts, section ids): directory
-    graph: PartitionGraph  # edges that start or end in this partition: directory (lazy)
-    lexicon: StringMap  # accent-free word → stem of its accented spelling
-    words: PartitionWords  # typo repair: corpus words and sound keys: directory (lazy)
-    texts: SectionTexts
-    synonyms: list[list[str]]
-    vectors: SectionVectors | None = None
-    amendments: Amendments | None = None  # a delta partition: what it hides and redirects
-    derived: dict[str, Any] = field(default_factory=dict)  # per-partition layers of indexes
-
-    @property
-    def key(self) -> str:
-        return self.entry.key
-
-    @property
-    def first_section(self) -> int:
-        return self.entry.first_section
-
-    @property
-    def doc_count(self) -> int:
-        return self.columns.documents
-
-    @property
-    def section_count(self) -> int:
-        return self.columns.sections
 
 
 @dataclass(frozen=True)
@@ -274,22 +210,6 @@ class KnowledgePackage(VersionFacts):
         return int((self.manifest.embedding or {}).get("dimensions", 0))
 
 
-@dataclass(frozen=True)
-class _Shared:
-    """What the partitions of one package share: the isolate's caches (one budget each, however
-    many tenants the package has) and the row store records are read from first."""
-
-    shards: ShardCache
-    chunks: ChunkCache
-    records: RecordCache
-    exact: ExactTables
-    vocabulary: VocabularyChunks
-    graph: GraphTables
-    words: WordTables
-    rows: RowReader | None
-    shards_into: ChunkIntoFetcher | None  # reads a large shard into the arena
-
-
 def load_package(
     manifest_blob: bytes,
     fetch: ArtifactFetcher,
@@ -327,7 +247,7 @@ def load_package(
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     budget = budget or ReaderBudget()
     arena = ShardArena(budget.arena_bytes, budget.arena_min_shard_bytes)
-    shared = _Shared(
+    shared = SharedCaches(
         ShardCache(budget.shard_bytes, arena),
         ChunkCache(budget.chunk_bytes),
         RecordCache(budget.records),
@@ -341,7 +261,7 @@ def load_package(
     loaded: list[Partition | None] = [None] * len(manifest.partitions)
     for index in indices:
         entry = manifest.partitions[index]
-        loaded[index] = _decode_partition(manifest, entry, blobs, read_chunk, shared)
+        loaded[index] = decode_partition(manifest, entry, blobs, read_chunk, shared)
 
     async def fetch_later(later: list[int]) -> tuple[list[Partition], int]:
         assert fetch_partitions is not None
@@ -349,7 +269,7 @@ def load_package(
         fetched = await fetch_partitions(names)
         verified = {name: manifest.verify(name, fetched[name]) for name in names}
         decoded = [
-            _decode_partition(manifest, manifest.partitions[i], verified, read_chunk, shared)
+            decode_partition(manifest, manifest.partitions[i], verified, read_chunk, shared)
             for i in later
         ]
         return decoded, sum(len(blob) for blob in verified.values())
@@ -369,100 +289,13 @@ def _resident_files(manifest: Manifest, indices: Iterable[int], with_vectors: bo
     return manifest.names_to_read(with_vectors=with_vectors, partitions=keys)
 
 
-def _decode_partition(
-    manifest: Manifest,
-    entry: PartitionEntry,
-    blobs: dict[str, bytes],
-    read_chunk: ChunkFetcher,
-    shared: _Shared,
-) -> Partition:
-    """One partition's files, checked against each other and against the manifest."""
-
-    bundle_name = partition_file(entry.key, BUNDLE_NAME)
-    files = decode_bundle(blobs[bundle_name], bundle_name)
-    missing = [name for name in PARTITION_FILES if name not in files]
-    if missing:
-        raise PackageFormatError(f"{bundle_name} has no {', '.join(missing)}")
-
-    def blob(name: str) -> bytes:
-        return files[name]
-
-    try:
-        raw = bytes(blob("synonyms.json"))
-        synonyms = [[str(term) for term in group] for group in json.loads(raw)]
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise PackageFormatError(f"partition {entry.key}: JSON is malformed: {exc}") from exc
-    lexicon = decode_string_map(blob("lexicon.bin"), f"{entry.key}.lexicon.bin")
-    words = decode_word_directory(blob(WORDS_NAME), f"{entry.key}.{WORDS_NAME}")
-    terms = decode_vocabulary_directory(blob(VOCABULARY_NAME), f"{entry.key}.{VOCABULARY_NAME}")
-    directory = decode_directory(blob("postings.bin"))
-    exact_directory = decode_exact_directory(blob(EXACT_NAME))
-    columns = decode_columns(blob(DOCS_NAME))
-    sections = columns.sections
-    if (
-        sections != entry.sections
-        or columns.documents != entry.documents
-        or directory.sections != entry.first_section + sections
-        or directory.terms != terms.terms
-    ):
-        raise PackageFormatError(f"partition {entry.key}: postings do not match its documents")
-    vectors_name = partition_file(entry.key, VECTORS_NAME)
-    vectors = decode_vectors(blobs[vectors_name]) if vectors_name in blobs else None
-    if vectors is not None and (
-        vectors.count != sections
-        or manifest.embedding is None
-        or vectors.dimensions != int(manifest.embedding.get("dimensions", -1))
-    ):
-        raise PackageFormatError(f"partition {entry.key}: vectors do not match its sections")
-    amendments = None
-    if entry.amends is not None:
-        if AMENDMENTS_NAME not in files:
-            raise PackageFormatError(f"delta partition {entry.key} has no {AMENDMENTS_NAME}")
-        amendments = decode_amendments(blob(AMENDMENTS_NAME), f"{entry.key}.{AMENDMENTS_NAME}")
-    text_index = decode_text_index(blob(TEXTS_INDEX_NAME))
-    record_index = decode_text_index(blob(RECORDS_INDEX_NAME), RECORDS_STEM)
-    if text_index.sections != sections or record_index.sections != columns.documents:
-        raise PackageFormatError(f"partition {entry.key}: texts or records do not match")
-
-    async def read_own_chunk(name: str) -> bytes:
-        return await read_chunk(partition_file(entry.key, name))
-
-    return Partition(
-        entry=entry,
-        columns=columns,
-        records=DocumentRecords(
-            record_index, read_own_chunk, entry.key, shared.chunks, shared.records, shared.rows
-        ),
-        vocabulary=PartitionVocabulary(entry.key, terms, read_chunk, shared.vocabulary),
-        postings=PartitionShards(
-            entry.key, directory, read_chunk, shared.shards, shared.shards_into
-        ),
-        exact=PartitionExact(entry.key, exact_directory, read_chunk, shared.exact),
-        graph=PartitionGraph(
-            entry.key,
-            decode_graph_directory(blob(GRAPH_NAME), f"{entry.key}.{GRAPH_NAME}"),
-            read_chunk,
-            shared.graph,
-        ),
-        lexicon=lexicon,
-        words=PartitionWords(entry.key, words, read_chunk, shared.words),
-        texts=SectionTexts(text_index, read_own_chunk, cache=shared.chunks, owner=entry.key),
-        synonyms=synonyms,
-        vectors=vectors,
-        amendments=amendments,
-    )
-
-
 def _chunk_into_reader(fetch_into: ChunkIntoFetcher | None) -> ChunkIntoFetcher | None:
     """``fetch_into``, each file checked against the content digest in its name."""
     if fetch_into is None:
         return None
 
     async def read(name: str, allocate: Allocate) -> Blob:
-        blob = await fetch_into(name, allocate)
-        if isinstance(blob, memoryview):
-            return verify_named(name, blob)
-        return verify_named(name, blob)
+        return verify_named(name, await fetch_into(name, allocate))
 
     return read
 

@@ -30,7 +30,7 @@ from router.package.version.manifest import Manifest
 from router.sync import concurrently
 
 if TYPE_CHECKING:
-    from router.package.reader import Partition
+    from router.package.partition import Partition
 
 __all__ = [
     "Amended",

@@ -47,7 +47,7 @@ from router.package.format.postings import Postings
 from router.ranking import pruning as bm25_pruning
 from router.ranking.bm25 import QueryList
 from router.ranking.pruning import COMPLETION_RESERVE, Ranking, ScoreBounds, weighted_top_k
-from router.stages.filters import Mask
+from router.results import Mask
 from router.trace import NO_DEADLINE, Deadline
 
 __all__ = [

@@ -25,7 +25,7 @@ from router.support.facts import FactMatch, best_fact
 from router.support.generation import check_citations
 
 if TYPE_CHECKING:
-    from router.stages.fusion import Fused
+    from router.results import Fused
     from router.state import QueryState
 
 __all__ = [

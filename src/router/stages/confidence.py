@@ -14,25 +14,25 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from router.config import RouterConfig
-from router.contract import ConfidenceLevel, Level
+from router.contract import Level
 from router.package.format.postings import Postings
 from router.package.view import PackageView
 from router.ranking.bm25 import bm25_method, max_impact, query_lists
+from router.results import Assessment, LexicalConfidence
 
 if TYPE_CHECKING:
     from router.package.stores.shards import Loaded
-    from router.state import QueryState, Ranked
+    from router.results import Ranked
+    from router.state import QueryState
 
 __all__ = [
     "CLARIFY_REASON",
     "CONTEXT_CONFIDENCE",
     "EXACT_CONFIDENCE",
-    "Assessment",
-    "LexicalConfidence",
     "assess",
     "confidence_level",
     "lexical_confidence",
@@ -49,16 +49,6 @@ CLARIFY_REASON = (
 # An exact id in the question is certain; a target named only by the UI context nearly so.
 EXACT_CONFIDENCE = 1.0
 CONTEXT_CONFIDENCE = 0.9
-
-
-@dataclass(frozen=True)
-class LexicalConfidence:
-    coverage: float
-    strength: float
-    margin: float
-    value: float
-    matched_terms: list[str]
-    unknown_terms: list[str]
 
 
 def lexical_confidence(
@@ -131,29 +121,6 @@ def _contains(postings: Postings, term_id: int, section: int) -> bool:
     start, end = postings.indptr[term_id], postings.indptr[term_id + 1]
     at = bisect_left(postings.section_ids, section, start, end)
     return at < end and postings.section_ids[at] == section
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """How sure the cascade is of its candidates, and whether it must abstain.
-
-    ``abstain`` starts as the lexical verdict (no BM25 result, or too weak, or too little of the
-    question covered); a close enough vector match can still rescue it (``with_vector_evidence``).
-    """
-
-    value: float
-    level: Level
-    abstain: bool
-    reason: str | None = None  # why it abstains, when the terms' coverage is not the cause
-    clarify: bool = False  # abstains to ask for the UI context the question needs
-
-    @property
-    def reported_value(self) -> float:
-        return 0.0 if self.abstain else self.value
-
-    @property
-    def reported_level(self) -> ConfidenceLevel:
-        return "NONE" if self.abstain else self.level
 
 
 def assess(state: QueryState) -> Assessment:

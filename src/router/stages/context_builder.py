@@ -35,7 +35,7 @@ from router.safety.injection import (
 )
 
 if TYPE_CHECKING:
-    from router.stages.fusion import Fused
+    from router.results import Fused
     from router.state import QueryState
 
 __all__ = [

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
-from router.stages.lexical import Lexical, lexical_search
+from router.results import Lexical
+from router.stages.lexical import lexical_search
 from router.stages.terms import read_terms
 from router.support.expansion import (
     RepairCandidates,
@@ -30,7 +31,7 @@ from router.support.expansion import (
 
 if TYPE_CHECKING:
     from router.config import RouterConfig
-    from router.stages.confidence import LexicalConfidence
+    from router.results import LexicalConfidence
     from router.state import QueryState
     from router.trace import Trace
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from router.analysis.text import fold
 from router.errors import RouterError
 from router.package.stores.texts import TextReads
 from router.package.view import ExactTarget, PackageView
-from router.stages.normalizer import NormalizedQuery
+from router.results import ExactHit, NormalizedQuery
 from router.trace import DocRef
 
 if TYPE_CHECKING:
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_QUERY_IDS",
-    "ExactHit",
     "describe_hit",
     "exact_hits",
     "hit_section",
@@ -48,15 +46,6 @@ does and its runs never backtrack, so a long token costs one pass (it was quadra
 MAX_QUERY_IDS = 16
 """Ids taken from a question's text as exact keys, in order: a question names one or two, and
 a 2,000-character one could hold 400 (400 keys to look up and resolve)."""
-
-
-@dataclass(frozen=True)
-class ExactHit:
-    """A resolved key: which target and through which key and source."""
-
-    target: ExactTarget
-    key: str
-    source: Literal["exact", "context"]
 
 
 def query_keys(query: NormalizedQuery) -> list[str]:

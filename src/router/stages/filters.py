@@ -6,21 +6,16 @@ validity window must never compete for a place in the results, so the candidate 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING
 
-from router.knowledge.model import Document
-from router.package.format.doc_columns import DocColumns, day_number
+from router.package.format.doc_columns import DocColumns
 from router.package.view import PackageView
+from router.results import Mask, Visibility, VisibleMasks
 
 if TYPE_CHECKING:
-    from router.package.reader import Partition
+    from router.package.partition import Partition
 
 __all__ = [
-    "Mask",
-    "Visibility",
-    "VisibleMasks",
     "visibility_masks",
     "visible_documents",
     "visible_sections",
@@ -29,42 +24,6 @@ __all__ = [
 VISIBILITY_CACHE_ENTRIES = 4
 """Distinct (day, deprecation) visibilities whose masks a partition keeps (most queries ask
 about today; the masks cost a byte per section and per document each)."""
-
-
-class Mask(bytes):
-    """One byte per item, 1 where it may be seen: ``item in mask`` is a C-level index, faster
-    than a frozenset's lookup and a byte per item however many are hidden."""
-
-    __slots__ = ()
-    __contains__ = bytes.__getitem__  # type: ignore[assignment]
-
-
-@dataclass(frozen=True)
-class Visibility:
-    """Who asks and when: the inputs of every filter."""
-
-    tenant: str | None
-    day: str  # ISO date the query is about
-    include_deprecated: bool = False
-
-    def admits(self, doc: Document) -> bool:
-        if not doc.visible_to(self.tenant):
-            return False
-        if doc.deprecated and not self.include_deprecated:
-            return False
-        return doc.valid_on(self.day)
-
-    @cached_property
-    def day_number(self) -> int:
-        return day_number(self.day)
-
-
-@dataclass(frozen=True)
-class VisibleMasks:
-    """What one query may see: its view's documents, and its sections (None: all of them)."""
-
-    documents: Mask
-    sections: Mask | None  # None: every section is visible
 
 
 def visible_documents(package: PackageView, visibility: Visibility) -> Mask:

@@ -12,11 +12,11 @@ default) annotate instead of voting; exact and UI-context targets are pinned abo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from router.checks import check_choice
 from router.config import FUSION_METHODS
+from router.results import Fused
 from router.stages.exact import hit_section
 from router.support.boosts import boost_factors, boosted, context_targets
 from router.trace import SectionRef
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from router.state import QueryState
 
 __all__ = [
-    "Fused",
     "annotate",
     "fuse",
     "fuse_candidates",
@@ -40,18 +39,6 @@ __all__ = [
 Ranked = Sequence[tuple[int, float]]
 SOURCE_ORDER = ("exact", "keyword", "bm25", "graph", "vector")
 PIN_LIFT = 1.0  # pinned targets score this much above the best fused candidate
-
-
-@dataclass(frozen=True)
-class Fused:
-    """One candidate section: its fused score and every source's own score (for the trace)."""
-
-    section: int
-    final: float = 0.0
-    scores: Mapping[str, float] = field(default_factory=dict)
-
-    def with_score(self, source: str, score: float) -> Fused:
-        return Fused(self.section, self.final, {**self.scores, source: score})
 
 
 def _gather(

@@ -22,7 +22,8 @@ from router.stages.exact import hit_section
 from router.trace import SectionRef, WorkLimit
 
 if TYPE_CHECKING:
-    from router.state import GraphNode, QueryState, Ranked
+    from router.results import GraphNode, Ranked
+    from router.state import QueryState
 
 __all__ = [
     "RELATION_WEIGHTS",

@@ -7,7 +7,6 @@ repaired or expanded terms and keeps whichever result is more confident, so one 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
@@ -17,7 +16,8 @@ from router.ranking.bm25 import bm25_method, query_lists
 from router.ranking.fetch_budget import within_fetch_budget
 from router.ranking.numpy_backend import PostingArrays, served_top_k
 from router.ranking.pruning import ScoreBounds
-from router.stages.confidence import LexicalConfidence, lexical_confidence
+from router.results import Lexical
+from router.stages.confidence import lexical_confidence
 from router.stages.terms import read_terms
 from router.support.keyword import keyword_matches
 from router.trace import TRACE_TOP_N, SectionRef, WorkLimit
@@ -25,19 +25,9 @@ from router.trace import TRACE_TOP_N, SectionRef, WorkLimit
 if TYPE_CHECKING:
     from router.package.stores.arena import ArenaLease
     from router.package.view import PackageView
-    from router.state import QueryState, Ranked
+    from router.state import QueryState
 
-__all__ = ["Lexical", "lexical_search"]
-
-
-@dataclass(frozen=True)
-class Lexical:
-    """What the lexical stages found for one list of query terms."""
-
-    terms: list[str]
-    keyword: Ranked
-    bm25: Ranked
-    confidence: LexicalConfidence
+__all__ = ["lexical_search"]
 
 
 async def lexical_search(

@@ -7,20 +7,13 @@ matched case-insensitively; the folded form is for matching, the NFC form for di
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from router.analysis.text import collapse_spaces, fold, normalize_text
+from router.results import NormalizedQuery
 
-__all__ = ["NormalizedQuery", "normalize_query"]
+__all__ = ["normalize_query"]
 
 _EDGE_PUNCTUATION = re.compile(r"^[\s\"'“”‘’¿¡(\[]+|[\s\"'“”‘’?!.,;:)\]]+$")
-
-
-@dataclass(frozen=True)
-class NormalizedQuery:
-    original: str
-    text: str  # NFC, single spaces, no surrounding punctuation
-    folded: str  # casefolded, accents removed: the matching key
 
 
 def normalize_query(raw: str) -> NormalizedQuery:

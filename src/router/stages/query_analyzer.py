@@ -8,16 +8,14 @@ potential action for the future Intent Engine, a question word marks a knowledge
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
 
 from router.analysis.analyzer import Analyzer
 from router.config import DEFAULT_MAX_QUERY_WORDS
-from router.contract import Complexity, Intent, TaskType
-from router.stages.normalizer import NormalizedQuery
+from router.contract import TaskType
+from router.results import AnswerType, NormalizedQuery, QueryFeatures
 from router.support.question_frame import ClosedClasses, frame_question
 
-__all__ = ["AnswerType", "QueryFeatures", "analyze_query"]
+__all__ = ["analyze_query"]
 
 # Imperatives (3rd-person/você forms) of verbs that change state in an application.
 _IMPERATIVES = frozenset(
@@ -173,25 +171,6 @@ _NUMBER_ASKED = re.compile(
     r"^(quanto|quanta|quantos|quantas|how many|how much|how long)\b|"
     r"\b(quantos|quantas|prazo|a cada|de quanto em quanto|por quanto tempo|periodicidade)\b"
 )
-AnswerType = Literal["person", "number", "any"]
-
-
-@dataclass(frozen=True)
-class QueryFeatures:
-    """What the analyzer learned about the question."""
-
-    terms: list[str]  # of its first ``max_query_words`` words (``truncated``: some were left out)
-    intent: Intent
-    potential_action: bool
-    task_type: TaskType
-    complexity: Complexity
-    short_query: bool
-    deictic: bool
-    value_question: bool
-    needs_ui_context: bool = False  # names only the screen ("explique este campo")
-    answer_type: AnswerType = "any"  # what a direct answer must be: a person, a number
-    words: tuple[str, ...] = ()  # the plain words analysed, lower-cased (typo repair's input)
-    truncated: bool = False
 
 
 def analyze_query(

@@ -21,7 +21,7 @@ from router.package.stores.texts import TextReads
 from router.sync import concurrently
 
 if TYPE_CHECKING:
-    from router.stages.fusion import Fused
+    from router.results import Fused
     from router.state import QueryState
 
 __all__ = ["early_sections", "load_records", "needed_documents"]

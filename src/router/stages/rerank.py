@@ -30,9 +30,9 @@ from router.errors import RerankError, RouterError
 from router.knowledge.model import Document
 from router.package.stores.texts import TextReads
 from router.ports import Reranker
+from router.results import Fused
 from router.safety.injection import INJECTION_FLAG
 from router.stages.context_builder import shown_heading, shown_title
-from router.stages.fusion import Fused
 from router.stages.vector import embedded_text
 from router.sync import bounded, concurrently
 from router.trace import TRACE_TOP_N, SectionRef

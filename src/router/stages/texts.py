@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from router.errors import RouterError
 
 if TYPE_CHECKING:
-    from router.stages.fusion import Fused
+    from router.results import Fused
     from router.state import QueryState
     from router.support.facts import FactMatch
 

@@ -13,14 +13,13 @@ answer that vectors or the reranker shaped at ``quality`` is ``enriched_rag``).
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 from router.config import RouterConfig
 from router.contract import QueryRequest
+from router.results import LatencyTier
 
-__all__ = ["LatencyTier", "latency_tier", "tier_config"]
+__all__ = ["latency_tier", "tier_config"]
 
-LatencyTier = Literal["fast", "normal", "quality"]
 
 _TIERS: dict[str, LatencyTier] = {
     "rápido": "fast",

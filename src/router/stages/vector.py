@@ -16,7 +16,8 @@ from router.trace import TRACE_TOP_N, SectionRef
 from router.vectors.records import query_namespaces
 
 if TYPE_CHECKING:
-    from router.state import QueryState, Ranked
+    from router.results import Ranked
+    from router.state import QueryState
 
 __all__ = [
     "MAX_EMBED_CHARS",

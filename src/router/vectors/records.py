@@ -8,7 +8,8 @@ version is in every record's metadata and every query's filter, so one version i
 from __future__ import annotations
 
 from router.knowledge.model import ALL_TENANTS
-from router.package.reader import KnowledgePackage, Partition
+from router.package.partition import Partition
+from router.package.reader import KnowledgePackage
 from router.ports import VectorRecord
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from router.errors import IntegrityError, PackageFormatError
 
-BlobT = TypeVar("BlobT", bytes, memoryview)
+BlobT = TypeVar("BlobT", bytes, memoryview, bytes | memoryview)
 
 __all__ = [
     "CONTENT_HASH_DIGITS",

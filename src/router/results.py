@@ -1,0 +1,177 @@
+"""What the stages find and the pipeline keeps on ``QueryState``: one leaf module of result types.
+
+Why here and not beside the stage that makes each: ``QueryState`` types its fields with them and
+the stages take ``QueryState``; a result type in its stage made the state import the stage and
+the stage import the state back (an import circle for every stage whose result lives on the
+state). This module imports no stage, no state and no pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from router.contract import Complexity, ConfidenceLevel, Intent, Level, TaskType
+from router.knowledge.model import Document
+from router.package.format.doc_columns import day_number
+from router.package.view import ExactTarget
+
+__all__ = [
+    "AnswerType",
+    "Assessment",
+    "ExactHit",
+    "Fused",
+    "GraphNode",
+    "LatencyTier",
+    "Lexical",
+    "LexicalConfidence",
+    "Mask",
+    "NormalizedQuery",
+    "QueryFeatures",
+    "Ranked",
+    "Visibility",
+    "VisibleMasks",
+]
+
+Ranked = list[tuple[int, float]]
+"""(section index, score), best first: what every ranking stage returns."""
+
+GraphNode = tuple[int, float, str]
+"""(section index, score, relation it was reached through)."""
+
+LatencyTier = Literal["fast", "normal", "quality"]
+"""The latency tier a request asks for (``stages.tiers``)."""
+
+AnswerType = Literal["person", "number", "any"]
+"""What a direct answer must be (``stages.query_analyzer``)."""
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One candidate section: its fused score and every source's own score (for the trace)."""
+
+    section: int
+    final: float = 0.0
+    scores: Mapping[str, float] = field(default_factory=dict)
+
+    def with_score(self, source: str, score: float) -> Fused:
+        return Fused(self.section, self.final, {**self.scores, source: score})
+
+
+@dataclass(frozen=True)
+class Lexical:
+    """What the lexical stages found for one list of query terms."""
+
+    terms: list[str]
+    keyword: Ranked
+    bm25: Ranked
+    confidence: LexicalConfidence
+
+
+@dataclass(frozen=True)
+class LexicalConfidence:
+    """How well the lexical result covers the question (``stages.confidence``)."""
+
+    coverage: float
+    strength: float
+    margin: float
+    value: float
+    matched_terms: list[str]
+    unknown_terms: list[str]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """How sure the cascade is of its candidates, and whether it must abstain.
+
+    ``abstain`` starts as the lexical verdict (no BM25 result, or too weak, or too little of the
+    question covered); a close enough vector match can still rescue it (``with_vector_evidence``).
+    """
+
+    value: float
+    level: Level
+    abstain: bool
+    reason: str | None = None  # why it abstains, when the terms' coverage is not the cause
+    clarify: bool = False  # abstains to ask for the UI context the question needs
+
+    @property
+    def reported_value(self) -> float:
+        return 0.0 if self.abstain else self.value
+
+    @property
+    def reported_level(self) -> ConfidenceLevel:
+        return "NONE" if self.abstain else self.level
+
+
+@dataclass(frozen=True)
+class ExactHit:
+    """A resolved key: which target and through which key and source."""
+
+    target: ExactTarget
+    key: str
+    source: Literal["exact", "context"]
+
+
+class Mask(bytes):
+    """One byte per item, 1 where it may be seen: ``item in mask`` is a C-level index, faster
+    than a frozenset's lookup and a byte per item however many are hidden."""
+
+    __slots__ = ()
+    __contains__ = bytes.__getitem__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Who asks and when: the inputs of every filter."""
+
+    tenant: str | None
+    day: str  # ISO date the query is about
+    include_deprecated: bool = False
+
+    def admits(self, doc: Document) -> bool:
+        if not doc.visible_to(self.tenant):
+            return False
+        if doc.deprecated and not self.include_deprecated:
+            return False
+        return doc.valid_on(self.day)
+
+    @cached_property
+    def day_number(self) -> int:
+        return day_number(self.day)
+
+
+@dataclass(frozen=True)
+class VisibleMasks:
+    """What one query may see: its view's documents, and its sections (None: all of them)."""
+
+    documents: Mask
+    sections: Mask | None  # None: every section is visible
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    """What the analyzer learned about the question."""
+
+    terms: list[str]  # of its first ``max_query_words`` words (``truncated``: some were left out)
+    intent: Intent
+    potential_action: bool
+    task_type: TaskType
+    complexity: Complexity
+    short_query: bool
+    deictic: bool
+    value_question: bool
+    needs_ui_context: bool = False  # names only the screen ("explique este campo")
+    answer_type: AnswerType = "any"  # what a direct answer must be: a person, a number
+    words: tuple[str, ...] = ()  # the plain words analysed, lower-cased (typo repair's input)
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class NormalizedQuery:
+    """The question in one canonical form (``stages.normalizer``)."""
+
+    original: str
+    text: str  # NFC, single spaces, no surrounding punctuation
+    folded: str  # casefolded, accents removed: the matching key
