@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from router.analysis.text import fold
 from router.errors import RouterError
 from router.package.stores.texts import TextReads
-from router.package.view import ExactTarget, PackageView
+from router.package.view import PackageView
 from router.results import ExactHit, NormalizedQuery
+from router.support.ui_context import resolve_context
 from router.trace import DocRef
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ __all__ = [
     "hit_section",
     "look_up_keys",
     "query_keys",
-    "resolve_context",
     "resolve_exact",
 ]
 
@@ -86,25 +86,6 @@ def resolve_exact(package: PackageView, query: NormalizedQuery) -> list[ExactHit
                 seen.add(ident)
                 hits.append(ExactHit(target, key, "exact"))
     return hits
-
-
-def resolve_context(
-    package: PackageView, focus: str | None, page: str | None, tab: str | None
-) -> list[ExactHit]:
-    """What a deictic question ("explique este campo") points at: the focus, else page+tab."""
-    if focus:
-        targets = package.exact_targets(fold(focus))
-        hits = [ExactHit(t, focus, "context") for t in targets if t.kind in ("document", "section")]
-        if hits:
-            return hits
-    if not page:
-        return []
-    page_key, tab_key = fold(page), fold(tab) if tab else None
-    return [
-        ExactHit(ExactTarget("document", part.first_doc + doc), page, "context")
-        for part in package.parts
-        for doc in part.partition.columns.in_scope(page_key, tab_key)
-    ]
 
 
 def exact_hits(state: QueryState, reads: TextReads | RouterError) -> list[ExactHit]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from router.package.view import PackageView
-from router.stages.exact import resolve_context
+from router.support.ui_context import resolve_context
 
 __all__ = ["boost_factors", "boosted", "context_targets"]
 
