@@ -119,3 +119,37 @@ def test_the_core_is_sans_io() -> None:
             else:
                 continue
             assert not names & io, f"{path.relative_to(ROOT)} imports {names & io}"
+
+
+def _state_writes(path: Path) -> list[str]:
+    """``state.<field> = …``, ``+=`` and in-place ``state.<field>.update/append/…`` in a file."""
+    writes = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"update", "append", "extend", "pop", "clear", "setdefault"}
+        ):
+            targets = [node.func.value]
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "state"
+                and target.attr not in {"trace", "unreadable"}  # the logs every stage writes
+            ):
+                writes.append(f"{path.name}:{getattr(node, "lineno", 0)} state.{target.attr}")
+    return writes
+
+
+def test_stages_write_no_field_of_the_state() -> None:
+    """A stage returns what it found and the reads it made; the pipeline stores them."""
+    writes = [w for path in (SRC / "router" / "stages").glob("*.py") for w in _state_writes(path)]
+    assert writes == []
+    pipeline = _state_writes(SRC / "router" / "pipeline.py")
+    assert any("state.package" in w for w in pipeline)  # the check sees a real write

@@ -21,10 +21,10 @@ from router.deferral import Defer
 from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
-from router.package.stores.texts import TextReads
+from router.package.stores.cost import ReadCost
 from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
-from router.results import Fused
+from router.results import Fused, IndexReads
 from router.stages.answer import choose_answer, pick_fact
 from router.stages.cache import CacheLookup, QueryCache, look_up, probe
 from router.stages.confidence import assess, unreadable, with_vector_evidence
@@ -145,7 +145,7 @@ async def run_cascade(
     state.visible_masks = visibility_masks(view, state.visibility)
     exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
-    state.lexical = await lexical_search(state, features.terms, prefetched=term_reads)
+    state.lexical = await lexical_search(state, features.terms, term_reads)
     if state.exact:
         trace.skip("corrective", "exact hit")
     elif not config.corrective_expansion:
@@ -153,7 +153,8 @@ async def run_cascade(
     elif not is_weak(state.lexical.confidence, config):
         trace.skip("corrective", "lexical result strong enough")
     else:
-        state.lexical = await correct(state, state.lexical)
+        state.lexical, read = await correct(state, state.lexical)
+        _keep(state, read)
     state.graph = await graph_neighbours(state) if _budget_left(trace, "graph") else []
     state.assessment = assess(state)
     state.vector = await _vector_stage(state, services)
@@ -167,9 +168,12 @@ async def run_cascade(
     fused = await _rerank_stage(state, services, fused)
     shown = fused[:k]
     early = early_sections(state, shown, fused)
-    if not await load_records(state, needed_documents(state, shown, fused), early):
+    records = await load_records(state, needed_documents(state, shown, fused), early)
+    if records is None:
         state.assessment = verdict = unreadable(verdict)
         fused = shown = []
+    else:
+        _keep(state, records)
     fact = pick_fact(state, fused)
     state.texts = await load_texts(state, quoted_sections(state, shown, fused, fact))
     context = context_for(state, shown)
@@ -182,13 +186,24 @@ async def run_cascade(
     return response
 
 
-async def _first_reads(state: QueryState) -> tuple[TextReads | RouterError, TextReads]:
-    """The exact keys and the entries of the query's terms, fetched concurrently: a cold query's
-    first round trip; its posting shards are the second (the lexical search reads them)."""
+async def _first_reads(state: QueryState) -> tuple[ReadCost | RouterError, ReadCost]:
+    """The exact keys and the entries of the query's terms, fetched concurrently (a cold query's
+    first round trip; its posting shards are the second, the lexical search reads them), kept
+    on the state; what each read cost (the exact keys' failure in place of its cost)."""
     exact, terms = await concurrently(
         [look_up_keys(state), read_terms(state, state.features.terms)]
     )
-    return cast("TextReads | RouterError", exact), cast("TextReads", terms)
+    exact_found, exact_cost = cast("tuple[IndexReads, ReadCost | RouterError]", exact)
+    term_found, term_cost = cast("tuple[IndexReads, ReadCost]", terms)
+    _keep(state, exact_found.then(term_found))
+    return exact_cost, term_cost
+
+
+def _keep(state: QueryState, reads: IndexReads) -> None:
+    """What a stage read of the index, kept for the stages after it: the one place the query's
+    view (``state.package``) and its texts change."""
+    state.package = reads.applied_to(state.package)
+    state.texts.update(reads.texts)
 
 
 async def _vector_stage(state: QueryState, services: CascadeServices) -> list[tuple[int, float]]:
@@ -216,7 +231,9 @@ async def _rerank_stage(
     if not _budget_left(state.trace, "rerank"):
         return fused
     assert services.reranker is not None  # rerank_skip_reason checked it
-    return await rerank_candidates(state, fused, services.reranker)
+    reranked, read = await rerank_candidates(state, fused, services.reranker)
+    _keep(state, read)
+    return reranked
 
 
 def _budget_left(trace: Trace, stage: str) -> bool:

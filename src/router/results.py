@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Literal, TypeVar
 
 from router.contract import Complexity, ConfidenceLevel, Intent, Level, TaskType
 from router.knowledge.model import Document
 from router.package.format.doc_columns import day_number
-from router.package.view import ExactTarget
+from router.package.format.vocabulary import TermEntry
+from router.package.view import ExactTarget, PackageView
 
 __all__ = [
     "AnswerType",
@@ -24,6 +25,7 @@ __all__ = [
     "ExactHit",
     "Fused",
     "GraphNode",
+    "IndexReads",
     "LatencyTier",
     "Lexical",
     "LexicalConfidence",
@@ -46,6 +48,9 @@ LatencyTier = Literal["fast", "normal", "quality"]
 
 AnswerType = Literal["person", "number", "any"]
 """What a direct answer must be (``stages.query_analyzer``)."""
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -175,3 +180,40 @@ class NormalizedQuery:
     original: str
     text: str  # NFC, single spaces, no surrounding punctuation
     folded: str  # casefolded, accents removed: the matching key
+
+
+@dataclass(frozen=True)
+class IndexReads:
+    """What a stage read of the index for the stages after it: exact keys, term entries,
+    document records, section texts. The stage returns it; the pipeline folds it into the
+    query's view (``QueryState.package``) and texts, so no stage writes the state it reads."""
+
+    exact: Mapping[str, list[ExactTarget]] | None = None
+    terms: Mapping[str, tuple[TermEntry | None, ...]] = field(default_factory=dict)
+    records: Mapping[int, Document] | None = None
+    texts: Mapping[int, str] = field(default_factory=dict)
+
+    def then(self, other: IndexReads) -> IndexReads:
+        """These reads, then ``other``'s (a later entry for the same key wins)."""
+        return IndexReads(
+            _merged(self.exact, other.exact),
+            {**self.terms, **other.terms},
+            _merged(self.records, other.records),
+            {**self.texts, **other.texts},
+        )
+
+    def applied_to(self, view: PackageView) -> PackageView:
+        """``view`` with these reads readable through it."""
+        if self.exact is not None:
+            view = view.with_exact(self.exact)
+        if self.terms:
+            view = view.with_terms(self.terms)
+        if self.records is not None:
+            view = view.with_records(self.records)
+        return view
+
+
+def _merged(first: Mapping[K, V] | None, then: Mapping[K, V] | None) -> Mapping[K, V] | None:
+    if first is None or then is None:
+        return then if first is None else first
+    return {**first, **then}

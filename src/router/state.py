@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from router.config import RouterConfig
@@ -24,6 +24,7 @@ from router.results import (
     Assessment,
     ExactHit,
     GraphNode,
+    IndexReads,
     LatencyTier,
     Lexical,
     Mask,
@@ -67,6 +68,13 @@ class QueryState:
     texts: dict[int, str] = field(default_factory=dict)  # section → text, for what is quoted
     unreadable: list[str] = field(default_factory=list)  # codes of index reads that failed
     visible_masks: VisibleMasks | None = None  # the filters stage's (``masks``)
+
+    def seeing(self, reads: IndexReads) -> QueryState:
+        """This query as the stage that made ``reads`` sees it next: a copy whose view holds
+        them (trace, texts and failures shared). The pipeline alone stores reads on the state
+        itself; a stage that reads mid-way (the corrective expansion, the reranker) works on
+        such a copy and returns its reads."""
+        return replace(self, package=reads.applied_to(self.package))
 
     def note_unreadable(self, what: str, exc: RouterError) -> str:
         """A read of the index this query could not make (``what``: "posting shards"...):

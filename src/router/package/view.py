@@ -24,8 +24,8 @@ from router.package.format.vocabulary import TermEntry
 from router.package.joined import Indexed, Joined, Offset
 from router.package.stores.arena import ArenaLease
 from router.package.stores.budget import ReaderBudget
+from router.package.stores.cost import ReadCost
 from router.package.stores.shards import Loaded, ShardReads, load_shards
-from router.package.stores.texts import TextReads
 from router.package.version.manifest import Manifest
 from router.sync import concurrently
 
@@ -149,7 +149,7 @@ class ViewTexts:
     def __init__(self, parts: tuple[ViewPart, ...]) -> None:
         self.parts = parts
 
-    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], TextReads]:
+    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], ReadCost]:
         wanted: list[list[int]] = [[] for _ in self.parts]
         for section in sections:
             wanted[_part_of(self.parts, section)].append(section)
@@ -243,7 +243,7 @@ class PackageView(VersionFacts):
         """The view's sections, through their loaded documents."""
         return LoadedSections(self.documents, self.section_doc, self.doc_first_section)
 
-    async def load_records(self, docs: Iterable[int]) -> tuple[dict[int, Document], TextReads]:
+    async def load_records(self, docs: Iterable[int]) -> tuple[dict[int, Document], ReadCost]:
         """Fetch (concurrently, one round trip) the records of ``docs`` (view indices)."""
         wanted: list[list[int]] = [[] for _ in self.parts]
         for doc in set(docs):
@@ -296,7 +296,7 @@ class PackageView(VersionFacts):
 
     async def load_exact(
         self, keys: Iterable[str]
-    ) -> tuple[dict[str, list[ExactTarget]], TextReads]:
+    ) -> tuple[dict[str, list[ExactTarget]], ReadCost]:
         """What each folded exact key names in view (shared targets first), its chunks fetched
         concurrently in every partition in view (one round trip)."""
         wanted = sorted(set(keys))
@@ -350,13 +350,13 @@ class PackageView(VersionFacts):
 
     async def load_terms(
         self, terms: Iterable[str]
-    ) -> tuple[dict[str, tuple[TermEntry | None, ...]], TextReads]:
+    ) -> tuple[dict[str, tuple[TermEntry | None, ...]], ReadCost]:
         """Each term's entry in every partition in view (None where it is not a term), its
         vocabulary chunks fetched concurrently (one round trip); terms already loaded for this
         query are not looked up again."""
         wanted = sorted(set(terms) - set(self.term_found))
         if not wanted:
-            return {}, TextReads(0, 0, 0, 0)
+            return {}, ReadCost(0, 0, 0, 0)
         per_part, reads = await _from_every_part(
             [part.partition.vocabulary.lookup(wanted) for part in self.parts]
         )
@@ -429,7 +429,7 @@ class PackageView(VersionFacts):
 
     async def look_up_words(
         self, keys: Iterable[str]
-    ) -> tuple[dict[str, tuple[str | None, ...]], TextReads]:
+    ) -> tuple[dict[str, tuple[str | None, ...]], ReadCost]:
         """Each word-map key's value in every partition in view (``router.package.stores.words``),
         their chunks fetched concurrently (one round trip)."""
         wanted = sorted(set(keys))
@@ -446,7 +446,7 @@ class PackageView(VersionFacts):
 
     async def load_edges(
         self, sections: Iterable[int], strength: Mapping[str, float]
-    ) -> tuple[dict[int, dict[int, str]], TextReads]:
+    ) -> tuple[dict[int, dict[int, str]], ReadCost]:
         """Target → relation of the edges leaving each section, over every partition in view
         (an edge two partitions hold keeps its relation with the larger ``strength``); their
         chunks fetched concurrently (one round trip). With a delta in view, an edge into an
@@ -590,12 +590,12 @@ def amended_view(parts: tuple[ViewPart, ...]) -> Amended:
 
 
 async def _from_every_part(
-    lookups: Sequence[Awaitable[tuple[R, TextReads]]],
-) -> tuple[list[R], TextReads]:
+    lookups: Sequence[Awaitable[tuple[R, ReadCost]]],
+) -> tuple[list[R], ReadCost]:
     """Each partition's answer (in view order), their lookups made concurrently (one round trip),
     and what they cost together."""
     results = await concurrently(lookups)
-    reads = TextReads(0, 0, 0, 0)
+    reads = ReadCost(0, 0, 0, 0)
     for _, cost in results:
         reads = reads.alongside(cost)
     return [found for found, _ in results], reads

@@ -12,11 +12,12 @@ general documents. Synonyms are added when it is still weak.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
-from router.results import Lexical
+from router.package.stores.cost import ReadCost
+from router.results import IndexReads, Lexical
 from router.stages.lexical import lexical_search
 from router.stages.terms import read_terms
 from router.support.expansion import (
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from router.state import QueryState
     from router.trace import Trace
 
-__all__ = ["correct", "is_weak", "unknown_words"]
+__all__ = ["correct", "is_weak"]
 
 
 def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
@@ -48,8 +49,9 @@ def is_weak(confidence: LexicalConfidence, config: RouterConfig) -> bool:
     )
 
 
-async def correct(state: QueryState, lexical: Lexical) -> Lexical:
-    """Expand once (typo repair, then synonyms); the most confident of the tries is kept.
+async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexReads]:
+    """Expand once (typo repair, then synonyms); the most confident of the tries is kept, and
+    returned with the term entries the tries read (for the pipeline to keep).
 
     The candidates' vocabulary entries are read before choosing (one round trip, for the few
     the partitions' Bloom filters let through): the stem-level candidates first, then — for the
@@ -61,16 +63,17 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     ``budget_exceeded`` when the deadline stopped the stage."""
     budget, trace = state.config.budget, state.trace
     limits = RepairLimits(budget.max_repaired_words, budget.max_typo_probes, trace.deadline)
-    unknown = await unknown_words(state)
+    reads = _Reads(state)
+    unknown = await unknown_words(reads)
     # the stem level first (its corrections win); the surface words only for what it left
-    stems = repair_candidates(state.package, lexical.terms, {}, limits)
-    await read_terms(state, stems.terms())
-    fixed = stem_corrections(state.package, stems.by_term)
+    stems = repair_candidates(reads.state.package, lexical.terms, {}, limits)
+    await reads.terms(stems.terms())
+    fixed = stem_corrections(reads.state.package, stems.by_term)
     left = {word: stem for word, stem in unknown.items() if stem not in fixed}
-    by_word = {} if limits.stopped else await _surface_candidates(state, left, limits)
+    by_word = {} if limits.stopped else await _surface_candidates(reads.state, left, limits)
     candidates = RepairCandidates(stems.by_term, by_word)
-    await read_terms(state, candidates.terms())
-    package = state.package
+    await reads.terms(candidates.terms())
+    package = reads.state.package
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
     expansion = expand_terms(
         package, lexical.terms, candidates, synonyms, unknown, budget.max_expansion_terms
@@ -78,16 +81,20 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
     bounded = _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
     if not expansion.changed:
         _record(state, limits, bounded, changed=False)
-        return lexical
+        return lexical, reads.found
     best, tried = lexical, []
     if expansion.corrections and not _out_of_time(limits, trace):
         corrected = expansion.terms[: len(lexical.terms)]
-        tried.append(await lexical_search(state, corrected, "_corrected"))
+        cost = await reads.terms(corrected)
+        tried.append(await lexical_search(reads.state, corrected, cost, "_corrected"))
     weak = not tried or is_weak(tried[0].confidence, state.config)
     if expansion.synonyms and weak and not _out_of_time(limits, trace):
         weights = dict.fromkeys(expansion.synonyms, state.config.synonym_weight)
+        cost = await reads.terms(expansion.terms)
         tried.append(
-            await lexical_search(state, expansion.terms, "_expanded", term_weights=weights)
+            await lexical_search(
+                reads.state, expansion.terms, cost, "_expanded", term_weights=weights
+            )
         )
     for candidate in tried:
         if candidate.confidence.value > best.confidence.value:
@@ -103,7 +110,23 @@ async def correct(state: QueryState, lexical: Lexical) -> Lexical:
         after=round(best.confidence.value, 3),
         kept=best is not lexical,
     )
-    return best
+    return best, reads.found
+
+
+class _Reads:
+    """The term entries this stage read, and the state as it sees them (a copy: the pipeline
+    keeps them on the query's own state)."""
+
+    def __init__(self, state: QueryState) -> None:
+        self.state = state
+        self.found = IndexReads()
+
+    async def terms(self, terms: Iterable[str]) -> ReadCost:
+        read, cost = await read_terms(self.state, terms)
+        if read.terms:
+            self.found = self.found.then(read)
+            self.state = self.state.seeing(read)
+        return cost
 
 
 def _bounds_reached(limits: RepairLimits, synonyms_full: bool) -> dict[str, object]:
@@ -129,18 +152,18 @@ def _record(
     state.trace.stage("corrective", **details, **bounded)
 
 
-async def unknown_words(state: QueryState) -> dict[str, str]:
+async def unknown_words(reads: _Reads) -> dict[str, str]:
     """Query words whose stem the index does not know (candidates for typo repair), in question
     order, among the words the analyzer read (``QueryFeatures.words``: at most
     ``max_query_words``); their stems' entries are read first (usually the query's own terms,
     already read)."""
-    analyzer = state.package.analyzer
-    stems = {word: analyzer.word_stem(word) for word in dict.fromkeys(state.features.words)}
-    await read_terms(state, [stem for stem in stems.values() if stem is not None])
+    analyzer = reads.state.package.analyzer
+    stems = {word: analyzer.word_stem(word) for word in dict.fromkeys(reads.state.features.words)}
+    await reads.terms([stem for stem in stems.values() if stem is not None])
     return {
         word: stem
         for word, stem in stems.items()
-        if stem is not None and not state.package.knows(stem)
+        if stem is not None and not reads.state.package.knows(stem)
     }
 
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from router.analysis.text import fold
 from router.errors import RouterError
-from router.package.stores.texts import TextReads
+from router.package.stores.cost import ReadCost
 from router.package.view import PackageView
-from router.results import ExactHit, NormalizedQuery
+from router.results import ExactHit, IndexReads, NormalizedQuery
 from router.support.ui_context import resolve_context
 from router.trace import DocRef
 
@@ -58,9 +58,10 @@ def query_keys(query: NormalizedQuery) -> list[str]:
     return keys + [fold(m.group()) for m in ids]
 
 
-async def look_up_keys(state: QueryState) -> TextReads | RouterError:
-    """Read the exact keys the query and its UI focus may name (their chunks, one round trip)
-    into ``state.package``; a failed read is returned, and the exact stage finds nothing."""
+async def look_up_keys(state: QueryState) -> tuple[IndexReads, ReadCost | RouterError]:
+    """The exact keys the query and its UI focus may name (their chunks, one round trip), for
+    the pipeline to keep, and what reading them cost; a failed read is returned in place of
+    the cost (the keys then name nothing, and the exact stage finds nothing)."""
     keys = query_keys(state.query)
     if state.request.focus:
         keys.append(fold(state.request.focus))
@@ -68,10 +69,8 @@ async def look_up_keys(state: QueryState) -> TextReads | RouterError:
         found, cost = await state.package.load_exact(keys)
     except RouterError as exc:
         log.error("exact keys of %s unreadable: %s", state.package.version, exc.message)
-        state.package = state.package.with_exact({key: [] for key in keys})
-        return exc
-    state.package = state.package.with_exact(found)
-    return cost
+        return IndexReads(exact={key: [] for key in keys}), exc
+    return IndexReads(exact=found), cost
 
 
 def resolve_exact(package: PackageView, query: NormalizedQuery) -> list[ExactHit]:
@@ -88,7 +87,7 @@ def resolve_exact(package: PackageView, query: NormalizedQuery) -> list[ExactHit
     return hits
 
 
-def exact_hits(state: QueryState, reads: TextReads | RouterError) -> list[ExactHit]:
+def exact_hits(state: QueryState, reads: ReadCost | RouterError) -> list[ExactHit]:
     """Visible targets the query names; for a deictic or termless question ("explique este
     campo"), what the UI context (focus, page, tab) names instead. ``reads``: what looking up
     the keys cost (fetched with the posting shards, in the same round trip)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from router.config import DEFAULT_MAX_GRAPH_EDGES
 from router.errors import RouterError
-from router.package.stores.texts import TextReads
+from router.package.stores.cost import ReadCost
 from router.stages.exact import hit_section
 from router.trace import SectionRef, WorkLimit
 
@@ -125,7 +125,7 @@ async def graph_neighbours(state: QueryState) -> list[GraphNode]:
     try:
         edges, reads = await _read_levels(state, [s for s, _ in seeds], depth, read_limit)
     except RouterError as exc:
-        edges, reads = {}, TextReads(0, 0, 0, 0)
+        edges, reads = {}, ReadCost(0, 0, 0, 0)
         details["error"] = state.note_unreadable("graph edges", exc)
     walk = WorkLimit(max_edges, state.trace.deadline)
     neighbours = expand(
@@ -146,12 +146,12 @@ async def graph_neighbours(state: QueryState) -> list[GraphNode]:
 
 async def _read_levels(
     state: QueryState, seeds: list[int], depth: int, limit: WorkLimit
-) -> tuple[dict[int, dict[int, str]], TextReads]:
+) -> tuple[dict[int, dict[int, str]], ReadCost]:
     """The edges of the seeds and, level by level up to ``depth``, of every neighbour reached:
     what ``expand`` can follow (a superset of the sections it does). A level is read only while
     ``limit`` allows the edges read so far (and the deadline has not passed)."""
     edges: dict[int, dict[int, str]] = {}
-    reads = TextReads(0, 0, 0, 0)
+    reads = ReadCost(0, 0, 0, 0)
     frontier = set(seeds)
     for level in range(depth if seeds else 0):
         if level and (limit.truncated or limit.expired()):  # the seeds' edges are always read

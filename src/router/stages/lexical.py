@@ -10,15 +10,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from router.errors import RouterError
+from router.package.stores.cost import ReadCost
 from router.package.stores.shards import ShardReads
-from router.package.stores.texts import TextReads
 from router.ranking.bm25 import bm25_method, query_lists
 from router.ranking.fetch_budget import within_fetch_budget
 from router.ranking.numpy_backend import PostingArrays, served_top_k
 from router.ranking.pruning import ScoreBounds
 from router.results import Lexical
 from router.stages.confidence import lexical_confidence
-from router.stages.terms import read_terms
 from router.support.keyword import keyword_matches
 from router.trace import TRACE_TOP_N, SectionRef, WorkLimit
 
@@ -33,19 +32,16 @@ __all__ = ["lexical_search"]
 async def lexical_search(
     state: QueryState,
     terms: list[str],
+    term_reads: ReadCost,
     stage_suffix: str = "",
-    prefetched: TextReads | None = None,
     term_weights: Mapping[str, float] | None = None,
 ) -> Lexical:
     """Keyword phrases, then BM25F, each cut to ``bm25_candidates``; traced as ``keyword`` and
     ``bm25`` (plus ``stage_suffix`` when the corrective expansion re-runs them). The entries of
-    ``terms`` are read first (``prefetched``: the pipeline read them with the exact keys), then
-    their posting shards; the trace's ``bm25`` counts both reads. ``term_weights`` scales the
-    BM25 weight of some terms (the synonyms the corrective expansion added,
+    ``terms`` were read before (``stages.terms``; ``term_reads``: what that cost), so this
+    stage reads their posting shards; the trace's ``bm25`` counts both reads. ``term_weights``
+    scales the BM25 weight of some terms (the synonyms the corrective expansion added,
     ``RouterConfig.synonym_weight``)."""
-    term_reads = await read_terms(state, terms)
-    if prefetched is not None:
-        term_reads = prefetched.then(term_reads)
     package, config = state.package, state.config
     fetched, left_out = within_fetch_budget(package, terms, config.budget.max_fetched_postings)
     lease = package.lease_arena()  # large shards are read into it, and live until it ends
@@ -61,7 +57,7 @@ async def lexical_search(
 def _search(
     state: QueryState,
     terms: list[str],
-    term_reads: TextReads,
+    term_reads: ReadCost,
     reads: ShardReads,
     scored: list[str],
     left_out: list[str],

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from router.errors import RouterError
 from router.knowledge.model import Document
-from router.package.stores.texts import TextReads
+from router.package.stores.cost import ReadCost
+from router.results import IndexReads
 from router.sync import concurrently
 
 if TYPE_CHECKING:
@@ -53,11 +54,13 @@ def needed_documents(state: QueryState, shown: Sequence[Fused], fused: Sequence[
     return docs
 
 
-async def load_records(state: QueryState, docs: set[int], sections: Sequence[int]) -> bool:
-    """Make the records of ``docs`` readable through ``state.package`` and read the texts of
-    ``sections`` (those the response shows and quotes) in the same round trip, into
-    ``state.texts``; traced as ``records`` with what both reads cost. False when the records
-    could not be read (a failed text read is left to the texts stage to report)."""
+async def load_records(
+    state: QueryState, docs: set[int], sections: Sequence[int]
+) -> IndexReads | None:
+    """The records of ``docs`` and the texts of ``sections`` (those the response shows and
+    quotes), read in the same round trip, for the pipeline to keep; traced as ``records`` with
+    what both reads cost. None when the records could not be read (a failed text read is left
+    to the texts stage to report)."""
     view = state.package
     docs = {d for d in docs if d not in view.loaded}  # the rerank stage may have read some
     sections = [s for s in sections if s not in state.texts]
@@ -67,15 +70,14 @@ async def load_records(state: QueryState, docs: set[int], sections: Sequence[int
     if isinstance(records, RouterError):
         log.error("document records of %s unreadable: %s", view.version, records.message)
         state.trace.stage("records", documents=len(docs), error=records.code)
-        return False
-    found, cost = cast("tuple[dict[int, Document], TextReads]", records)
-    state.package = view.with_records(found)
+        return None
+    found, cost = cast("tuple[dict[int, Document], ReadCost]", records)
     details: dict[str, Any] = {"documents": cost.sections}
+    quoted: dict[int, str] = {}
     if isinstance(texts, RouterError):
         details["texts_error"] = texts.code
     else:
-        quoted, text_cost = cast("tuple[dict[int, str], TextReads]", texts)
-        state.texts.update(quoted)
+        quoted, text_cost = cast("tuple[dict[int, str], ReadCost]", texts)
         details["texts"] = text_cost.sections
         cost = cost.alongside(text_cost)
     state.trace.stage(
@@ -85,7 +87,7 @@ async def load_records(state: QueryState, docs: set[int], sections: Sequence[int
         bytes_fetched=cost.bytes_fetched,
         round_trips=cost.round_trips,
     )
-    return True
+    return IndexReads(records=found, texts=quoted)
 
 
 async def _outcome(job: Awaitable[T]) -> T | RouterError:

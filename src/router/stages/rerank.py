@@ -23,14 +23,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from router.errors import RerankError, RouterError
 from router.knowledge.model import Document
-from router.package.stores.texts import TextReads
+from router.package.stores.cost import ReadCost
 from router.ports import Reranker
-from router.results import Fused
+from router.results import Fused, IndexReads
 from router.safety.injection import INJECTION_FLAG
 from router.stages.context_builder import shown_heading, shown_title
 from router.stages.vector import embedded_text
@@ -83,24 +83,25 @@ def _visible_head(state: QueryState, fused: Sequence[Fused]) -> list[Fused]:
     ]
 
 
-async def candidate_passages(state: QueryState, sections: Sequence[int]) -> TextReads:
-    """Make the records and texts of ``sections`` readable (one round trip, records and texts
-    concurrently; those already read are not read again, and the records stage will not read
-    these again); returns what it cost."""
+async def candidate_passages(
+    state: QueryState, sections: Sequence[int]
+) -> tuple[IndexReads, ReadCost]:
+    """The records and texts of ``sections`` (one round trip, records and texts concurrently;
+    those already read are not read again, and once kept the records stage will not read these
+    again), and what reading them cost."""
     view = state.package
     docs = sorted({view.section_doc[s] for s in sections} - set(view.loaded))
     missing = [s for s in sections if s not in state.texts]
     records, texts = await concurrently([view.load_records(docs), view.texts.load(missing)])
-    found, record_cost = cast("tuple[dict[int, Document], TextReads]", records)
-    quoted, text_cost = cast("tuple[dict[int, str], TextReads]", texts)
-    state.package = view.with_records(found)
-    state.texts.update(quoted)
-    return record_cost.alongside(text_cost)
+    found, record_cost = cast("tuple[dict[int, Document], ReadCost]", records)
+    quoted, text_cost = cast("tuple[dict[int, str], ReadCost]", texts)
+    return IndexReads(records=found, texts=quoted), record_cost.alongside(text_cost)
 
 
-def _passage(state: QueryState, section: int) -> str:
+def _passage(state: QueryState, section: int, read: Mapping[int, str]) -> str:
     """What the reranker reads of a section: title › heading, then its text (the vector
-    stage's passage, so a cached passage vector is reused), cut to ``rerank_passage_chars``."""
+    stage's passage, so a cached passage vector is reused), cut to ``rerank_passage_chars``;
+    ``read``: the texts this stage read (the others were read before it)."""
     view = state.package
     doc = view.documents[view.section_doc[section]]
     record = view.sections[section]
@@ -108,7 +109,8 @@ def _passage(state: QueryState, section: int) -> str:
         title, heading = shown_title(doc), shown_heading(doc, record)
         text = title if heading == title else f"{title} › {heading}"
     else:
-        text = passage_text(doc, dataclasses.replace(record, text=state.text(section)))
+        body = read[section] if section in read else state.text(section)
+        text = passage_text(doc, dataclasses.replace(record, text=body))
     return text[: state.config.rerank_passage_chars]
 
 
@@ -151,32 +153,25 @@ def blend(head: Sequence[Fused], scores: Sequence[float], weight: float, k: int)
 
 async def rerank_candidates(
     state: QueryState, fused: list[Fused], reranker: Reranker
-) -> list[Fused]:
-    """The fused list with its visible top-N reordered by ``reranker``; the fused list itself
-    when it cannot be (traced as ``rerank``: skipped, or ``degraded`` with the reason)."""
-    trace, config = state.trace, state.config
+) -> tuple[list[Fused], IndexReads]:
+    """The fused list with its visible top-N reordered by ``reranker`` — or the fused list
+    itself when it cannot be (traced as ``rerank``: skipped, or ``degraded`` with the reason) —
+    and the records and texts it read for the passages (for the pipeline to keep)."""
+    trace = state.trace
     head = _visible_head(state, fused)
     if len(head) < 2:
         trace.skip("rerank", "fewer than two candidates")
-        return fused
+        return fused, IndexReads()
     sections = [f.section for f in head]
     try:
-        reads = await candidate_passages(state, sections)
-        passages = [_passage(state, s) for s in sections]
+        found, reads = await candidate_passages(state, sections)
+        seen = state.seeing(found)
+        passages = [_passage(seen, s, found.texts) for s in sections]
     except RouterError as exc:
-        return _degraded(state, fused, reranker, exc.code, exc.message)
-    question = embedded_text(state.query.text) or state.query.text[: config.rerank_passage_chars]
-    try:
-        scores = await bounded(reranker.rerank(question, passages), config.rerank_timeout_ms / 1000)
-    except TimeoutError:
-        message = f"no answer within {config.rerank_timeout_ms:g} ms"
-        return _degraded(state, fused, reranker, "rerank_timeout", message)
-    except RouterError as exc:
-        return _degraded(state, fused, reranker, exc.code, exc.message)
-    if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
-        message = f"{len(scores)} scores for {len(head)} passages, or one not finite"
-        return _degraded(state, fused, reranker, RerankError.code, message)
-    reordered = blend(head, scores, config.rerank_weight, config.rrf_k)
+        return _degraded(state, fused, reranker, exc.code, exc.message), IndexReads()
+    reordered = await _reordered(state, head, passages, reranker)
+    if isinstance(reordered, tuple):  # (code, message): the fused order is kept
+        return _degraded(state, fused, reranker, *reordered), found
     old_rank = {f.section: rank for rank, f in enumerate(head, start=1)}
     trace.stage(
         "rerank",
@@ -193,7 +188,26 @@ async def rerank_candidates(
         round_trips=reads.round_trips,
     )
     taken = set(sections)
-    return reordered + [f for f in fused if f.section not in taken]
+    return reordered + [f for f in fused if f.section not in taken], found
+
+
+async def _reordered(
+    state: QueryState, head: list[Fused], passages: list[str], reranker: Reranker
+) -> list[Fused] | tuple[str, str]:
+    """``head`` reordered by the reranker's scores of ``passages``; a failure (an error, no
+    answer within ``rerank_timeout_ms``, or scores that do not fit) as its (code, message)."""
+    config = state.config
+    question = embedded_text(state.query.text) or state.query.text[: config.rerank_passage_chars]
+    try:
+        scores = await bounded(reranker.rerank(question, passages), config.rerank_timeout_ms / 1000)
+    except TimeoutError:
+        return "rerank_timeout", f"no answer within {config.rerank_timeout_ms:g} ms"
+    except RouterError as exc:
+        return exc.code, exc.message
+    if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
+        message = f"{len(scores)} scores for {len(head)} passages, or one not finite"
+        return RerankError.code, message
+    return blend(head, scores, config.rerank_weight, config.rrf_k)
 
 
 def _degraded(

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from router.lru import LruCache
-from router.package.stores.texts import ChunkFetcher, TextReads
+from router.package.stores.cost import ReadCost
+from router.package.stores.texts import ChunkFetcher
 from router.sync import concurrently
 
 __all__ = ["ChunkStore"]
@@ -46,7 +47,7 @@ class ChunkStore(Generic[T]):
 
     async def read(
         self, chunks: Iterable[int | None], looked_up: int
-    ) -> tuple[dict[int, T], TextReads]:
+    ) -> tuple[dict[int, T], ReadCost]:
         """The decoded chunks of ``chunks`` (None: no chunk, skipped) by number, and what
         reading them cost for ``looked_up`` keys (the chunks not held, fetched concurrently)."""
         held: dict[int, T] = {}
@@ -61,5 +62,5 @@ class ChunkStore(Generic[T]):
         for chunk, blob in zip(missing, blobs, strict=True):
             held[chunk] = self.decode(chunk, blob)
             self._cache.put(self.file(chunk), held[chunk])
-        cost = TextReads(looked_up, len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
+        cost = ReadCost(looked_up, len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
         return held, cost

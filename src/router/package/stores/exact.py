@@ -40,7 +40,8 @@ from router.package.format.exact import (
     exact_keys_of,
 )
 from router.package.stores.chunks import ChunkStore
-from router.package.stores.texts import ChunkFetcher, TextReads
+from router.package.stores.cost import ReadCost
+from router.package.stores.texts import ChunkFetcher
 from router.package.version.content_names import Digests
 
 __all__ = [
@@ -158,7 +159,7 @@ class PartitionExact(ChunkStore[ExactKeys]):
         super().__init__(key, directory.file_name, fetch, cache)
         self.directory = directory
 
-    async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, list[LocalTarget]], TextReads]:
+    async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, list[LocalTarget]], ReadCost]:
         """The targets of each folded key in this partition, and what reading them cost (the
         chunks not already held, fetched concurrently: one round trip)."""
         wanted = sorted(set(keys))

@@ -27,7 +27,8 @@ from router.lru import LruCache
 from router.package.format.arrays import header_fields, little_endian_bytes, little_endian_view
 from router.package.format.graph import Edge, GraphTable, decode_graph, encode_table
 from router.package.stores.chunks import ChunkStore
-from router.package.stores.texts import ChunkFetcher, TextReads
+from router.package.stores.cost import ReadCost
+from router.package.stores.texts import ChunkFetcher
 from router.package.version.content_names import Digests, content_name
 
 __all__ = [
@@ -127,7 +128,7 @@ class PartitionGraph(ChunkStore[GraphTable]):
 
     async def neighbours_of(
         self, sections: Iterable[int]
-    ) -> tuple[dict[int, dict[int, str]], TextReads]:
+    ) -> tuple[dict[int, dict[int, str]], ReadCost]:
         """Target → relation of the edges leaving each section, and what reading them cost (the
         chunks not already held, fetched concurrently: one round trip)."""
         wanted = sorted(set(sections))

@@ -24,7 +24,8 @@ from router.knowledge.model import Document, Link, Section
 from router.lru import LruCache
 from router.package.format.bundle import BUNDLE_NAME, decode_bundle
 from router.package.format.texts import TextIndex, decode_text_index, encode_texts
-from router.package.stores.texts import ChunkCache, ChunkFetcher, SectionTexts, TextReads
+from router.package.stores.cost import ReadCost
+from router.package.stores.texts import ChunkCache, ChunkFetcher, SectionTexts
 from router.package.version.partitions import partition_file
 
 __all__ = [
@@ -189,7 +190,7 @@ class DocumentRecords:
             documents += [decode_record(item) for item in items]
         return documents
 
-    async def load(self, docs: Iterable[int]) -> tuple[dict[int, Document], TextReads]:
+    async def load(self, docs: Iterable[int]) -> tuple[dict[int, Document], ReadCost]:
         """The documents ``docs`` (partition-local indices) and what reading them cost."""
         wanted = sorted(set(docs))
         found: dict[int, Document] = {}
@@ -199,17 +200,17 @@ class DocumentRecords:
                 found[doc] = held
         missing = [d for d in wanted if d not in found]
         if not missing:
-            return found, TextReads(len(wanted), 0, 0, 0)
+            return found, ReadCost(len(wanted), 0, 0, 0)
         from_rows, row_bytes = await self._read_rows(missing)
         found.update(from_rows)
         missing = [d for d in missing if d not in from_rows]
-        cost = TextReads(0, 0, 0, 0)
+        cost = ReadCost(0, 0, 0, 0)
         if missing:  # no row store, or it failed or lacked rows: the verified chunks
             items, cost = await self._chunks.load(missing)
             found.update((doc, decode_record(item)) for doc, item in items.items())
         for doc in from_rows.keys() | set(missing):
             self._decoded.put((self._owner, doc), found[doc])
-        return found, TextReads(
+        return found, ReadCost(
             len(wanted),
             cost.chunks_fetched,
             cost.bytes_fetched + row_bytes,

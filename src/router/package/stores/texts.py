@@ -11,51 +11,21 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 
 from router.package.format.texts import TextIndex
 from router.package.stores.budget import ReaderBudget
+from router.package.stores.cost import ReadCost
 from router.sync import concurrently
 
 __all__ = [
     "ChunkCache",
     "ChunkFetcher",
     "SectionTexts",
-    "TextReads",
 ]
 
 
 ChunkFetcher = Callable[[str], Awaitable[bytes]]
 """``fetch(name)``: the verified bytes of one chunk file of this package."""
-
-
-@dataclass(frozen=True)
-class TextReads:
-    """What loading some texts cost: chunks read from the store (one round trip when fetched
-    concurrently) and their bytes; chunks served from the isolate's cache cost nothing."""
-
-    sections: int
-    chunks_fetched: int
-    bytes_fetched: int
-    round_trips: int
-
-    def then(self, other: TextReads) -> TextReads:
-        """This read, then ``other``: counts and round trips add up."""
-        return TextReads(
-            self.sections + other.sections,
-            self.chunks_fetched + other.chunks_fetched,
-            self.bytes_fetched + other.bytes_fetched,
-            self.round_trips + other.round_trips,
-        )
-
-    def alongside(self, other: TextReads) -> TextReads:
-        """Both reads, made concurrently: their counts add up, their round trips overlap."""
-        return TextReads(
-            self.sections + other.sections,
-            self.chunks_fetched + other.chunks_fetched,
-            self.bytes_fetched + other.bytes_fetched,
-            max(self.round_trips, other.round_trips),
-        )
 
 
 class ChunkCache:
@@ -113,7 +83,7 @@ class SectionTexts:
     def _key(self, chunk: int) -> str:
         return f"{self._owner}/{self.index.chunk_name(chunk)}"
 
-    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], TextReads]:
+    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], ReadCost]:
         """The texts of ``sections`` and what reading them cost."""
         wanted = sorted(set(sections))
         chunk_ids = sorted({self.index.chunk_of(s) for s in wanted})
@@ -127,7 +97,7 @@ class SectionTexts:
             self._cache.put(self._key(chunk), blob)
         chunks = {**held, **fetched}
         texts = {s: self.index.text(s, chunks[self.index.chunk_of(s)]) for s in wanted}
-        cost = TextReads(
+        cost = ReadCost(
             sections=len(wanted),
             chunks_fetched=len(fetched),
             bytes_fetched=sum(len(b) for b in fetched.values()),

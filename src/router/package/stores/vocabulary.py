@@ -41,7 +41,8 @@ from router.package.format.vocabulary import (
     entry_bytes,
 )
 from router.package.stores.chunks import ChunkStore
-from router.package.stores.texts import ChunkFetcher, TextReads
+from router.package.stores.cost import ReadCost
+from router.package.stores.texts import ChunkFetcher
 from router.sync import concurrently
 
 __all__ = [
@@ -142,7 +143,7 @@ class PartitionVocabulary(ChunkStore[VocabularyChunk]):
         """False when the partition certainly lacks ``term`` (its Bloom filter); True may lie."""
         return self.directory.keys.may_hold(term)
 
-    async def lookup(self, terms: Iterable[str]) -> tuple[dict[str, TermEntry | None], TextReads]:
+    async def lookup(self, terms: Iterable[str]) -> tuple[dict[str, TermEntry | None], ReadCost]:
         """The entry of each term (None: not a term here), and what reading them cost (the
         chunks not already held, fetched concurrently: one round trip)."""
         wanted = sorted(set(terms))

@@ -29,7 +29,8 @@ from router.package.format.arrays import header_fields
 from router.package.format.key_directory import KeyDirectory, decode_key_block, encode_key_block
 from router.package.format.string_map import StringMap, decode_string_map, encode_string_map
 from router.package.stores.chunks import ChunkStore
-from router.package.stores.texts import ChunkFetcher, TextReads
+from router.package.stores.cost import ReadCost
+from router.package.stores.texts import ChunkFetcher
 
 __all__ = [
     "SOUND_PREFIX",
@@ -101,7 +102,7 @@ class PartitionWords(ChunkStore[StringMap]):
         """False when the partition certainly lacks ``key`` (its Bloom filter)."""
         return self.directory.may_hold(key)
 
-    async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, str | None], TextReads]:
+    async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, str | None], ReadCost]:
         """The value of each key (None: not here) and what reading them cost (the chunks not
         held, fetched concurrently: one round trip)."""
         wanted = sorted(set(keys))
