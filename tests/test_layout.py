@@ -143,7 +143,7 @@ def _state_writes(path: Path) -> list[str]:
                 and target.value.id == "state"
                 and target.attr not in {"trace", "unreadable"}  # the logs every stage writes
             ):
-                writes.append(f"{path.name}:{getattr(node, "lineno", 0)} state.{target.attr}")
+                writes.append(f"{path.name}:{getattr(node, 'lineno', 0)} state.{target.attr}")
     return writes
 
 
