@@ -105,8 +105,6 @@ VECTOR_VARIANTS = ("vector", "rrf")
 LANGUAGES = tuple(STOPWORDS)
 """The analyzer languages a collection can be compiled in (those with a stopword list)."""
 
-Say = Callable[[str], None]
-
 
 def load_collection(folder: Path, split: str = DEFAULT_SPLIT) -> BeirCollection:
     """A BEIR folder, with a clear :class:`DatasetError` for what is missing."""

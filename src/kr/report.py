@@ -20,7 +20,6 @@ from kr.evaluation import EvalReport
 __all__ = [
     "DEFAULT_REPORTS_DIR",
     "MACHINE_NOTE",
-    "PLOT_NAMES",
     "RANK_BUCKETS",
     "machine",
     "render_markdown",
@@ -28,7 +27,6 @@ __all__ = [
 ]
 
 DEFAULT_REPORTS_DIR = Path("reports")
-PLOT_NAMES = ("categories.png", "latency.png", "ranks.png")
 RANK_BUCKETS = ("1", "2", "3", "4-10", "11-100", "not found", "abstained")
 MACHINE_NOTE = "timings from one run on a shared, noisy machine: compare ratios within a run"
 _HEADLINE = ("hit@1", "hit@3", "mrr", "ndcg@10", "recall@10", "recall@100")

@@ -1,4 +1,4 @@
-"""Stage helper — the calibrated confidence: the probability that the top result is relevant.
+"""The calibrated confidence: the probability that the top result is relevant.
 
 Why a probability: the product coverage × strength × margin ranked questions well but its
 values meant nothing by themselves ("HIGH" at 0.46, a LOW guess answered at 0.35). A logistic

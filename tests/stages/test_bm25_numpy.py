@@ -34,8 +34,9 @@ from router.pipeline import run_query
 from router.ranking import numpy_backend as bm25_numpy
 from router.ranking import pruning as bm25_pruning
 from router.ranking.bm25 import QueryList, block_lists, block_weights, query_lists
-from router.ranking.numpy_backend import PostingArrays, numpy_top_k, served_top_k
+from router.ranking.numpy_backend import PostingArrays, numpy_top_k
 from router.ranking.pruning import Ranking, ScoreBounds, weighted_top_k
+from router.ranking.top_k import served_top_k
 from router.results import Mask, Visibility
 from router.stages.filters import visible_sections
 from tests.common import ALFA, GOLDEN, SHARED_DATA, TODAY, load_all_postings, with_terms

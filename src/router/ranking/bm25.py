@@ -1,4 +1,4 @@
-"""Stage — BM25 over the compiled impacts, in pure Python (no numpy; runs in the Worker).
+"""BM25 over the compiled impacts, in pure Python (no numpy; runs in the Worker).
 
 Why this shape: the build stored each (term, section) saturated term frequency, so a query is a
 sum of posting lists, each weighted by the term's IDF over the partitions in view (computed here,
@@ -32,7 +32,6 @@ __all__ = [
     "block_lists",
     "block_weights",
     "bm25_method",
-    "bm25_scores",
     "idf",
     "max_impact",
     "query_lists",
@@ -126,11 +125,6 @@ def max_impact(postings: Postings, term: int, cache: dict[tuple[int, int], float
 
 
 # --- exhaustive scoring (the reference the pruned scorer is tested against) ----------------------
-
-
-def bm25_scores(postings: Postings, ids: Sequence[int]) -> dict[int, float]:
-    """Section → summed impact for every section containing at least one query term."""
-    return weighted_scores(block_lists({"": postings}, ids, {"": 1.0}))
 
 
 def block_weights(

@@ -1,4 +1,4 @@
-"""Stage helper — which query terms' posting lists one query may fetch (the fetch budget).
+"""Which query terms' posting lists one query may fetch (the fetch budget).
 
 Why: a posting list is read whole (its binary searches need every section number), and at a
 million sections a common word's list holds hundreds of thousands of postings, 6 bytes each:

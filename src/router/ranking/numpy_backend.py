@@ -1,4 +1,4 @@
-"""Stage — BM25 top-k with numpy where it imports (CPython): the pure scorer's ranking, faster.
+"""BM25 top-k with numpy where it imports (CPython): the pure scorer's ranking, faster.
 
 Why a second scorer: the Worker has no numpy (ADR 0001), so ``router.ranking.pruning.
 weighted_top_k`` (exact dynamic pruning in pure Python) stays its path; but ``kr serve``,
@@ -58,7 +58,6 @@ __all__ = [
     "PostingArrays",
     "numpy_available",
     "numpy_top_k",
-    "served_top_k",
 ]
 
 ARRAY_CACHE_BYTES = 16 * 1024 * 1024
@@ -198,33 +197,6 @@ def _size(entry: _List) -> int:
 def _has_head(postings: Postings, term: int) -> bool:
     head = postings.head
     return head is not None and head.indptr[term + 1] != head.indptr[term]
-
-
-def served_top_k(
-    query: Sequence[QueryList],
-    k: int,
-    allowed: Collection[int] | None = None,
-    *,
-    bounds: ScoreBounds | None = None,
-    max_postings: int | None = None,
-    arrays: PostingArrays | None = None,
-    deadline: Deadline = NO_DEADLINE,
-) -> Ranking:
-    """The lexical stage's top k: ``numpy_top_k`` where numpy imports, else ``weighted_top_k``
-    (the same ranking either way, as long as the ``deadline`` does not stop the pure path)."""
-    if numpy_available():
-        return numpy_top_k(
-            query,
-            k,
-            allowed,
-            bounds=bounds,
-            max_postings=max_postings,
-            arrays=arrays,
-            deadline=deadline,
-        )
-    return weighted_top_k(
-        query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
-    )
 
 
 def numpy_top_k(

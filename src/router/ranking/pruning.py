@@ -1,4 +1,4 @@
-"""Stage — BM25 top-k by exact dynamic pruning within a postings budget (the served path; ADR 0011).
+"""BM25 top-k by exact dynamic pruning within a postings budget (the served path; ADR 0011).
 
 How ``weighted_top_k`` (the served path) finds the top k without scoring every section — exact
 dynamic pruning, MaxScore (Turtle & Flood 1995) in term-at-a-time form:
@@ -60,7 +60,6 @@ from router.ranking.bm25 import (
     ACCUMULATE_STEP,
     QueryList,
     accumulate,
-    block_lists,
     max_impact,
     top_k,
     weighted_scores,
@@ -73,7 +72,6 @@ __all__ = [
     "WINDOW_POSTINGS",
     "Ranking",
     "ScoreBounds",
-    "bm25_top_k",
     "weighted_top_k",
 ]
 
@@ -171,13 +169,6 @@ _List = tuple[float, int, Postings, int, int, int, float]
 # A list left after the reading, as the completion reads it: (per-section bytes or None, step,
 # section ids, impacts, start, end, weight); step × a section's byte bounds its weighted impact.
 _Tail = tuple[bytes | None, float, Sequence[int], Sequence[float], int, int, float]
-
-
-def bm25_top_k(
-    postings: Postings, ids: Sequence[int], k: int, allowed: Collection[int] | None = None
-) -> list[tuple[int, float]]:
-    """Exact top-k (section, score) pairs of one block as stored, best first."""
-    return weighted_top_k(block_lists({"": postings}, ids, {"": 1.0}), k, allowed).ranked
 
 
 def weighted_top_k(

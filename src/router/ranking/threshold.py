@@ -1,4 +1,4 @@
-"""Stage — BM25 top-k by the threshold algorithm over long lists' heads (Fagin, Lotem & Naor 2001).
+"""BM25 top-k by the threshold algorithm over long lists' heads (Fagin, Lotem & Naor 2001).
 
 Why besides MaxScore (``router.ranking.pruning``): MaxScore stops reading when the lists left
 cannot lift a section into the top k, which never happens when every list of a query is long — a

@@ -1,4 +1,4 @@
-"""Stage — trust ordering and UI-context boost (PRD §12, §37), applied to each source's scores.
+"""Trust ordering and UI-context boost (PRD §12, §37), applied to each source's scores.
 
 Why on the scores before fusion: filters already removed what the query may not see (tenant,
 deprecated, validity); what remains is re-weighted — official > verified > generated > draft — and

@@ -1,4 +1,4 @@
-"""Stage — corrective query expansion (seed 001 §8.6): synonyms and typo repair, tried once.
+"""Corrective query expansion (seed 001 §8.6): synonyms and typo repair, tried once.
 
 Why once and only on weak results: when the lexical result is weak, the likely causes are a
 typo ("permisão") or the user's word for a thing the documents name differently. The router

@@ -1,4 +1,4 @@
-"""Stage — picks the structured fact that answers a value question (PRD §33: answer without an LLM).
+"""Picks the structured fact that answers a value question (PRD §33: answer without an LLM).
 
 Why a glossary: fact names are camelCase identifiers, often English (``defaultValidityDays``),
 while questions are Portuguese ("qual a validade padrão?"); a small bilingual glossary of the words

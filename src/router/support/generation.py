@@ -1,4 +1,4 @@
-"""Stage — optional LLM answer: the prompt layout and the citation check (sans-I/O).
+"""Optional LLM answer: the prompt layout and the citation check (sans-I/O).
 
 Why here and not in an adapter: keeping router policy, knowledge and user input in separate
 messages, withholding passages flagged as prompt injection, and refusing answers that cite ids

@@ -1,4 +1,4 @@
-"""Stage — keyword index (PRD §8): keyword phrase → documents, sections and wikilink targets.
+"""Keyword index (PRD §8): keyword phrase → documents, sections and wikilink targets.
 
 Why besides BM25: authors' keywords, aliases, titles, headings and wikilink labels are curated
 names of a document or section; when a whole phrase appears in the question it points at that

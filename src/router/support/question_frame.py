@@ -1,4 +1,4 @@
-"""Stage helper — the question's frame: words that shape a question but name no subject.
+"""The question's frame: words that shape a question but name no subject.
 
 Why: "Onde encontro os componentes?" was ranked on *onde* and *encontro* (rare in a small
 knowledge base, so heavy in BM25) and answered, at HIGH confidence, with EPI and emergency

@@ -40,7 +40,6 @@ from router.package.version.content_names import (
 )
 
 __all__ = [
-    "CHUNKED_STEMS",
     "TEXTS_INDEX_NAME",
     "TEXT_CHUNK_BYTES",
     "TextIndex",
@@ -50,8 +49,6 @@ __all__ = [
 
 TEXTS_STEM = "texts"
 TEXTS_INDEX_NAME = "texts.bin"
-CHUNKED_STEMS: tuple[str, ...] = (TEXTS_STEM, "records")
-"""The stems stored in this layout (their chunk files are read lazily, never at load)."""
 TEXT_CHUNK_BYTES = 16 * 1024
 """Target size of one chunk file: a quoted section costs one fetch of at most about this much."""
 
