@@ -37,10 +37,10 @@ def test_every_key_is_found_through_the_directory_across_many_chunks(
     store = PartitionExact("shared", directory, fetch, ExactTables(1000))
     expected = exact_keys_of(documents)
     probes = [*expected, "", "0", "zzzz", "apr.validity.nope", "ação"]
-    found, cost = run_sync(store.lookup(probes))
+    found, cost = run_sync(store.targets(probes))
     assert {k: v for k, v in found.items() if v} == expected
     assert cost.chunks_fetched == directory.chunks and cost.round_trips == 1
-    again, cost = run_sync(store.lookup(["apr"]))
+    again, cost = run_sync(store.targets(["apr"]))
     assert again["apr"] == expected["apr"] and cost.chunks_fetched == 0  # held by the isolate
 
 

@@ -46,14 +46,14 @@ def test_every_term_is_found_through_the_directory_with_its_df_and_phrases() -> 
     store = _store(files)
     assert store.directory.keys.chunks > 20 and len(files) == store.directory.keys.chunks + 1
     probes = [*WORDS, "", "a", "zzzz", "ção", WORDS[0] + "x"]
-    found, cost = run_sync(store.lookup(probes))
+    found, cost = run_sync(store.entries(probes))
     for term_id, term in enumerate(WORDS):
         entry = found[term]
         assert entry is not None and (entry.id, entry.df) == (term_id, df[term_id])
         assert list(entry.keywords) == keywords[term_id]
     assert all(found[p] is None for p in probes if p not in WORDS)
     assert cost.chunks_fetched == store.directory.keys.chunks and cost.round_trips == 1
-    again, cost = run_sync(store.lookup([WORDS[7]]))
+    again, cost = run_sync(store.entries([WORDS[7]]))
     assert again[WORDS[7]] == found[WORDS[7]] and cost.chunks_fetched == 0  # held by the isolate
     assert run_sync(store.read_all()) == WORDS
     assert encode_vocabulary(WORDS, df, keywords, chunk_bytes=512) == files  # reproducible
@@ -79,12 +79,12 @@ def test_a_malformed_directory_or_a_misplaced_chunk_is_refused() -> None:
     first, second = store.directory.keys.file_name(0), store.directory.keys.file_name(1)
     files[first] = files[second]  # a chunk's bytes under another chunk's name
     with pytest.raises(PackageFormatError, match="does not match its directory"):
-        run_sync(store.lookup([WORDS[0]]))
+        run_sync(store.entries([WORDS[0]]))
 
 
 def test_an_empty_vocabulary_needs_no_read() -> None:
     store = _store(encode_vocabulary([], [], []))
-    found, cost = run_sync(store.lookup(["apr"]))
+    found, cost = run_sync(store.entries(["apr"]))
     assert found == {"apr": None} and cost.round_trips == 0
 
 

@@ -34,7 +34,7 @@ def test_every_word_and_sound_key_is_found_across_many_chunks() -> None:
     store = _store(files)
     assert store.directory.chunks > 20 and len(files) == store.directory.chunks + 1
     keys = [WORD_PREFIX + w for w in STEM_OF] + [SOUND_PREFIX + k for k in SOUNDS]
-    found, cost = run_sync(store.lookup([*keys, "w:nada", "s:", "", "zzz"]))
+    found, cost = run_sync(store.values([*keys, "w:nada", "s:", "", "zzz"]))
     assert {k[2:]: found[k] for k in keys if k.startswith(WORD_PREFIX)} == STEM_OF
     assert {k[2:]: found[k] for k in keys if k.startswith(SOUND_PREFIX)} == SOUNDS
     assert found["w:nada"] is None and found["zzz"] is None
@@ -46,7 +46,7 @@ def test_every_word_and_sound_key_is_found_across_many_chunks() -> None:
 
 def test_a_partition_without_words_reads_nothing_and_a_bad_directory_is_refused() -> None:
     empty = _store(encode_word_chunks({}, {}))
-    found, cost = run_sync(empty.lookup(["w:apr"]))
+    found, cost = run_sync(empty.values(["w:apr"]))
     assert found == {"w:apr": None} and cost.round_trips == 0
     blob = encode_word_chunks(STEM_OF, SOUNDS, chunk_bytes=512)[WORDS_NAME]
     for broken in (blob[:12], b"KRWDIR99" + blob[8:], blob[:-1], blob + b"\0"):

@@ -301,7 +301,7 @@ class PackageView(VersionFacts):
         concurrently in every partition in view (one round trip)."""
         wanted = sorted(set(keys))
         per_part, reads = await _from_every_part(
-            [part.partition.exact.lookup(wanted) for part in self.parts]
+            [part.partition.exact.targets(wanted) for part in self.parts]
         )
         found: dict[str, list[ExactTarget]] = {key: [] for key in wanted}
         for part, targets in zip(self.parts, per_part, strict=True):
@@ -358,7 +358,7 @@ class PackageView(VersionFacts):
         if not wanted:
             return {}, ReadCost(0, 0, 0, 0)
         per_part, reads = await _from_every_part(
-            [part.partition.vocabulary.lookup(wanted) for part in self.parts]
+            [part.partition.vocabulary.entries(wanted) for part in self.parts]
         )
         return {term: tuple(entries[term] for entries in per_part) for term in wanted}, reads
 
@@ -434,7 +434,7 @@ class PackageView(VersionFacts):
         their chunks fetched concurrently (one round trip)."""
         wanted = sorted(set(keys))
         per_part, reads = await _from_every_part(
-            [part.partition.words.lookup(wanted) for part in self.parts]
+            [part.partition.words.values(wanted) for part in self.parts]
         )
         return {key: tuple(values[key] for values in per_part) for key in wanted}, reads
 

@@ -27,7 +27,7 @@ from router.package.format.arrays import SortedKeys, little_endian_bytes, little
 from router.package.format.bloom import BloomFilter, encode_bloom
 from router.package.version.content_names import CONTENT_HASH_DIGITS, Digests, content_name
 
-__all__ = ["KeyDirectory", "decode_key_block", "encode_key_block"]
+__all__ = ["KeyDirectory", "decode_first_keys", "decode_key_block", "encode_key_block"]
 
 _SIZES = struct.Struct("<II")
 
@@ -91,31 +91,47 @@ def encode_key_block(
     return block, files
 
 
-def decode_key_block(blob: bytes, at: int, chunks: int, stem: str, what: str) -> KeyDirectory:
-    """The block of ``chunks`` chunks at ``at`` in ``blob``, which it must end; a truncated or
-    inconsistent block refuses the package."""
-    offsets_at = at + _SIZES.size
-    hashes_at = offsets_at + 4 * (chunks + 1)
+def decode_first_keys(
+    blob: bytes, at: int, chunks: int, what: str
+) -> tuple[Sequence[int], Digests, int]:
+    """The offsets and chunk hashes at ``at`` (``uint32[C + 1]`` then ``C`` hashes), and where
+    the first keys start: the part every sorted-key directory shares (``words.bin``,
+    ``terms.bin`` and ``exact.bin``). A truncated block or unordered offsets refuse the
+    package."""
+    hashes_at = at + 4 * (chunks + 1)
     keys_at = hashes_at + CONTENT_HASH_DIGITS * chunks
     if len(blob) < keys_at:
         raise PackageFormatError(f"{what} is truncated")
     view = memoryview(blob)
-    alphabet_bytes, bloom_bytes = _SIZES.unpack_from(blob, at)
-    offsets = little_endian_view(view[offsets_at:hashes_at], "I")
-    alphabet_at = keys_at + offsets[chunks]
-    if len(blob) != alphabet_at + alphabet_bytes + bloom_bytes:
-        raise PackageFormatError(f"{what} is {len(blob)} bytes, its header says otherwise")
+    offsets = little_endian_view(view[at:hashes_at], "I")
     if offsets[0] != 0 or list(offsets) != sorted(offsets):
         raise PackageFormatError(f"{what} has inconsistent key offsets")
     try:
         digests = bytes(view[hashes_at:keys_at]).decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise PackageFormatError(f"{what} has a malformed chunk hash") from exc
+    return offsets, Digests(digests), keys_at
+
+
+def decode_key_block(blob: bytes, at: int, chunks: int, stem: str, what: str) -> KeyDirectory:
+    """The block of ``chunks`` chunks at ``at`` in ``blob``, which it must end; a truncated or
+    inconsistent block refuses the package."""
+    if len(blob) < at + _SIZES.size:
+        raise PackageFormatError(f"{what} is truncated")
+    alphabet_bytes, bloom_bytes = _SIZES.unpack_from(blob, at)
+    offsets, digests, keys_at = decode_first_keys(blob, at + _SIZES.size, chunks, what)
+    alphabet_at = keys_at + offsets[chunks]
+    if len(blob) != alphabet_at + alphabet_bytes + bloom_bytes:
+        raise PackageFormatError(f"{what} is {len(blob)} bytes, its header says otherwise")
+    view = memoryview(blob)
+    try:
         alphabet = bytes(view[alphabet_at : alphabet_at + alphabet_bytes]).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PackageFormatError(f"{what} has a malformed hash or alphabet") from exc
+        raise PackageFormatError(f"{what} has a malformed alphabet") from exc
     return KeyDirectory(  # the first keys and the filter stay views of the bundle: no copy
         stem,
         offsets,
-        Digests(digests),
+        digests,
         cast(bytes, view[keys_at:alphabet_at]),
         alphabet,
         BloomFilter(cast(bytes, view[alphabet_at + alphabet_bytes :])),

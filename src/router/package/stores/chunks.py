@@ -19,6 +19,8 @@ from router.sync import concurrently
 __all__ = ["ChunkStore"]
 
 T = TypeVar("T")
+K = TypeVar("K", str, int)
+V = TypeVar("V")
 
 
 class ChunkStore(Generic[T]):
@@ -64,3 +66,22 @@ class ChunkStore(Generic[T]):
             self._cache.put(self.file(chunk), held[chunk])
         cost = ReadCost(looked_up, len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
         return held, cost
+
+    async def lookup(
+        self,
+        keys: Iterable[K],
+        chunk_of: Callable[[K], int | None],
+        pick: Callable[[T, K], V],
+        absent: Callable[[], V],
+    ) -> tuple[dict[K, V], ReadCost]:
+        """Each distinct key's value — ``pick(chunk, key)`` from the chunk the directory names
+        (``chunk_of``), ``absent()`` where none does — and what reading them cost (the chunks
+        not held, fetched concurrently: one round trip)."""
+        wanted = sorted(set(keys))
+        where = {key: chunk_of(key) for key in wanted}
+        held, cost = await self.read(where.values(), len(wanted))
+        found = {
+            key: absent() if chunk is None else pick(held[chunk], key)
+            for key, chunk in where.items()
+        }
+        return found, cost

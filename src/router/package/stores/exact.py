@@ -30,7 +30,6 @@ from router.package.format.arrays import (
     SortedKeys,
     header_fields,
     little_endian_bytes,
-    little_endian_view,
 )
 from router.package.format.exact import (
     ExactKeys,
@@ -39,6 +38,7 @@ from router.package.format.exact import (
     encode_table,
     exact_keys_of,
 )
+from router.package.format.key_directory import decode_first_keys
 from router.package.stores.chunks import ChunkStore
 from router.package.stores.cost import ReadCost
 from router.package.stores.texts import ChunkFetcher
@@ -130,20 +130,13 @@ class ExactDirectory:
 def decode_exact_directory(blob: bytes) -> ExactDirectory:
     """The directory of ``exact.bin``; a wrong magic or length refuses the package."""
     (chunks,) = header_fields(blob, _HEADER, _MAGIC, EXACT_NAME)
-    start = _HEADER.size
-    hashes_at = start + 4 * (chunks + 1)
-    keys_at = hashes_at + _HASH * chunks
-    if chunks < 1 or len(blob) < keys_at:
+    if chunks < 1:
         raise PackageFormatError(f"{EXACT_NAME} is truncated")
-    offsets = little_endian_view(memoryview(blob)[start:hashes_at], "I")
-    try:
-        digests = bytes(blob[hashes_at:keys_at]).decode("ascii")
-    except UnicodeDecodeError as exc:
-        raise PackageFormatError(f"{EXACT_NAME} has a malformed chunk hash") from exc
+    offsets, digests, keys_at = decode_first_keys(blob, _HEADER.size, chunks, EXACT_NAME)
     first_keys = bytes(blob[keys_at:])
-    if offsets[0] != 0 or offsets[chunks] != len(first_keys) or list(offsets) != sorted(offsets):
+    if offsets[chunks] != len(first_keys):
         raise PackageFormatError(f"{EXACT_NAME} has inconsistent key offsets")
-    return ExactDirectory(offsets, Digests(digests), first_keys)
+    return ExactDirectory(offsets, digests, first_keys)
 
 
 ExactTables = LruCache[str, ExactKeys]
@@ -159,14 +152,9 @@ class PartitionExact(ChunkStore[ExactKeys]):
         super().__init__(key, directory.file_name, fetch, cache)
         self.directory = directory
 
-    async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, list[LocalTarget]], ReadCost]:
-        """The targets of each folded key in this partition, and what reading them cost (the
-        chunks not already held, fetched concurrently: one round trip)."""
-        wanted = sorted(set(keys))
-        chunk_of = {key: self.directory.chunk_of(key) for key in wanted}
-        tables, cost = await self.read(chunk_of.values(), len(wanted))
-        found = {key: tables[chunk_of[key]].lookup(key) for key in wanted}
-        return found, cost
+    async def targets(self, keys: Iterable[str]) -> tuple[dict[str, list[LocalTarget]], ReadCost]:
+        """The targets of each folded key in this partition, and what reading them cost."""
+        return await self.lookup(keys, self.directory.chunk_of, ExactKeys.lookup, list)
 
     def decode(self, chunk: int, blob: bytes) -> ExactKeys:
         return decode_exact(blob)

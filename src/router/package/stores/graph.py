@@ -129,15 +129,8 @@ class PartitionGraph(ChunkStore[GraphTable]):
     async def neighbours_of(
         self, sections: Iterable[int]
     ) -> tuple[dict[int, dict[int, str]], ReadCost]:
-        """Target → relation of the edges leaving each section, and what reading them cost (the
-        chunks not already held, fetched concurrently: one round trip)."""
-        wanted = sorted(set(sections))
-        chunk_of = {s: self.directory.chunk_of(s) for s in wanted}
-        held, cost = await self.read(chunk_of.values(), len(wanted))
-        edges = {
-            s: {} if chunk is None else held[chunk].neighbours(s) for s, chunk in chunk_of.items()
-        }
-        return edges, cost
+        """Target → relation of the edges leaving each section, and what reading them cost."""
+        return await self.lookup(sections, self.directory.chunk_of, GraphTable.neighbours, dict)
 
     def decode(self, chunk: int, blob: bytes) -> GraphTable:
         return decode_graph(blob, self.file(chunk))

@@ -143,17 +143,11 @@ class PartitionVocabulary(ChunkStore[VocabularyChunk]):
         """False when the partition certainly lacks ``term`` (its Bloom filter); True may lie."""
         return self.directory.keys.may_hold(term)
 
-    async def lookup(self, terms: Iterable[str]) -> tuple[dict[str, TermEntry | None], ReadCost]:
-        """The entry of each term (None: not a term here), and what reading them cost (the
-        chunks not already held, fetched concurrently: one round trip)."""
-        wanted = sorted(set(terms))
-        chunk_of = {term: self.directory.keys.chunk_of(term) for term in wanted}
-        held, cost = await self.read(chunk_of.values(), len(wanted))
-        entries = {
-            term: None if chunk is None else held[chunk].lookup(term)
-            for term, chunk in chunk_of.items()
-        }
-        return entries, cost
+    async def entries(self, terms: Iterable[str]) -> tuple[dict[str, TermEntry | None], ReadCost]:
+        """The entry of each term (None: not a term here), and what reading them cost."""
+        return await self.lookup(
+            terms, self.directory.keys.chunk_of, VocabularyChunk.lookup, _no_entry
+        )
 
     def decode(self, chunk: int, blob: bytes) -> VocabularyChunk:
         decoded = decode_chunk(blob, self.file(chunk))
@@ -174,3 +168,7 @@ class PartitionVocabulary(ChunkStore[VocabularyChunk]):
             for c, blob in zip(chunks, blobs, strict=True)
             for term in self.decode(c, blob).terms
         ]
+
+
+def _no_entry() -> TermEntry | None:
+    return None

@@ -102,16 +102,13 @@ class PartitionWords(ChunkStore[StringMap]):
         """False when the partition certainly lacks ``key`` (its Bloom filter)."""
         return self.directory.may_hold(key)
 
-    async def lookup(self, keys: Iterable[str]) -> tuple[dict[str, str | None], ReadCost]:
-        """The value of each key (None: not here) and what reading them cost (the chunks not
-        held, fetched concurrently: one round trip)."""
-        wanted = sorted(set(keys))
-        chunk_of = {key: self.directory.chunk_of(key) for key in wanted}
-        held, cost = await self.read(chunk_of.values(), len(wanted))
-        values = {
-            key: None if chunk is None else held[chunk].get(key) for key, chunk in chunk_of.items()
-        }
-        return values, cost
+    async def values(self, keys: Iterable[str]) -> tuple[dict[str, str | None], ReadCost]:
+        """The value of each key (None: not here) and what reading them cost."""
+        return await self.lookup(keys, self.directory.chunk_of, StringMap.get, _none)
 
     def decode(self, chunk: int, blob: bytes) -> StringMap:
         return decode_string_map(blob, self.file(chunk))
+
+
+def _none() -> str | None:
+    return None
