@@ -167,7 +167,7 @@ def run_worker(
 
 def write_record_rows(folder: Path, out: Path) -> int:
     """The D1 ``knowledge_records`` rows of a package folder as JSONL (what publish writes)."""
-    from router.package.stores.records import records_in_files
+    from router.package.format.records import records_in_files
     from router.package.version.manifest import Manifest
 
     class Folder(dict[str, bytes]):

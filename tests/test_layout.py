@@ -153,3 +153,13 @@ def test_stages_write_no_field_of_the_state() -> None:
     assert writes == []
     pipeline = _state_writes(SRC / "router" / "pipeline.py")
     assert any("state.package" in w for w in pipeline)  # the check sees a real write
+
+
+def test_formats_import_no_store_or_view() -> None:
+    """A codec (``package/format/``) knows bytes only; the readers (``package/stores/``) and the
+    view build on it, never the other way round."""
+    graph = _graph()
+    above = ("router.package.stores", "router.package.view", "router.package.reader")
+    for name, targets in graph.items():
+        if name.startswith("router.package.format"):
+            assert not {t for t in targets if t.startswith(above)}, name

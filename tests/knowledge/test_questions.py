@@ -17,8 +17,8 @@ from router.compile.fields import section_fields
 from router.contract import QueryRequest, QueryResponse
 from router.errors import KnowledgeFormatError
 from router.knowledge.model import ALL_TENANTS
+from router.package.format.records import records_in_files
 from router.package.reader import KnowledgePackage, load_package
-from router.package.stores.records import records_in_files
 from router.package.version.partitions import partition_key
 from router.pipeline import run_query
 from router.safety.fields import field_flag

@@ -9,15 +9,14 @@ import pytest
 from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
-from router.package.format.exact import exact_keys_of
-from router.package.reader import load_package
-from router.package.stores.exact import (
+from router.package.format.exact import (
     EXACT_NAME,
-    ExactTables,
-    PartitionExact,
     decode_exact_directory,
     encode_exact_chunks,
+    exact_keys_of,
 )
+from router.package.reader import load_package
+from router.package.stores.exact import ExactTables, PartitionExact
 from router.pipeline import CascadeServices, run_cascade
 from router.sync import run_sync
 from tests.common import TODAY

@@ -12,15 +12,14 @@ from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
 from router.package.format.bloom import BloomFilter, encode_bloom
-from router.package.format.vocabulary import KeywordEntry
-from router.package.reader import load_package
-from router.package.stores.vocabulary import (
+from router.package.format.vocabulary import (
     VOCABULARY_NAME,
-    PartitionVocabulary,
-    VocabularyChunks,
+    KeywordEntry,
     decode_vocabulary_directory,
     encode_vocabulary,
 )
+from router.package.reader import load_package
+from router.package.stores.vocabulary import PartitionVocabulary, VocabularyChunks
 from router.package.version.content_names import Digests
 from router.pipeline import CascadeServices, run_cascade
 from router.sync import run_sync

@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 
 from router.errors import PackageFormatError
-from router.package.stores.words import (
+from router.package.format.words import (
     SOUND_PREFIX,
     WORD_PREFIX,
     WORDS_NAME,
-    PartitionWords,
-    WordTables,
     decode_word_directory,
     encode_word_chunks,
 )
+from router.package.stores.words import PartitionWords, WordTables
 from router.sync import run_sync
 
 STEM_OF = {f"palavra{n:04d}": f"palavr{n % 97}" for n in range(2000)}

@@ -9,15 +9,15 @@ import pytest
 from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
-from router.package.format.graph import RELATIONS, GraphTable
-from router.package.reader import KnowledgePackage, load_package
-from router.package.stores.graph import (
+from router.package.format.graph import (
     GRAPH_NAME,
-    GraphTables,
-    PartitionGraph,
+    RELATIONS,
+    GraphTable,
     decode_graph_directory,
     encode_graph_chunks,
 )
+from router.package.reader import KnowledgePackage, load_package
+from router.package.stores.graph import GraphTables, PartitionGraph
 from router.pipeline import CascadeServices, run_cascade
 from router.stages.graph import RELATION_WEIGHTS, LoadedEdges, expand
 from router.sync import run_sync

@@ -32,18 +32,17 @@ from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
 from router.package.format.bundle import BUNDLE_NAME, encode_bundle
 from router.package.format.doc_columns import DOCS_NAME, encode_columns
+from router.package.format.exact import encode_exact_chunks
 from router.package.format.fields import BM25F_BLOCK, DEFAULT_FIELD_WEIGHTS, FIELD_NAMES
-from router.package.format.graph import graph_edges
+from router.package.format.graph import encode_graph_chunks, graph_edges
 from router.package.format.keywords import filed_keywords
+from router.package.format.records import encode_records, record_of
 from router.package.format.shards import encode_shards
 from router.package.format.string_map import encode_string_map
 from router.package.format.texts import encode_texts
 from router.package.format.vectors import encode_vectors
-from router.package.stores.exact import encode_exact_chunks
-from router.package.stores.graph import encode_graph_chunks
-from router.package.stores.records import encode_records, record_of
-from router.package.stores.vocabulary import encode_vocabulary
-from router.package.stores.words import encode_word_chunks
+from router.package.format.vocabulary import encode_vocabulary
+from router.package.format.words import encode_word_chunks
 from router.package.version.content_names import is_lazy
 from router.package.version.manifest import VECTORS_NAME, Manifest, dumps_json
 from router.package.version.partitions import PartitionEntry, partition_file, partition_key

@@ -33,8 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from router.errors import IntegrityError, PackageFormatError, RouterError
 from router.ops.activation import activate
+from router.package.format.records import records_in_files
 from router.package.reader import KnowledgePackage, load_package
-from router.package.stores.records import records_in_files
 from router.package.version.content_names import is_lazy
 from router.package.version.fetch import FETCH_BATCH
 from router.package.version.layout import file_key, package_key

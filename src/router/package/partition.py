@@ -15,47 +15,26 @@ from router.errors import PackageFormatError
 from router.package.format.amendments import AMENDMENTS_NAME, Amendments, decode_amendments
 from router.package.format.bundle import BUNDLE_NAME, decode_bundle
 from router.package.format.doc_columns import DOCS_NAME, DocColumns, decode_columns
+from router.package.format.exact import EXACT_NAME, decode_exact_directory
+from router.package.format.graph import GRAPH_NAME, decode_graph_directory
+from router.package.format.records import RECORDS_INDEX_NAME, RECORDS_STEM
 from router.package.format.shards import decode_directory
 from router.package.format.string_map import StringMap, decode_string_map
 from router.package.format.texts import TEXTS_INDEX_NAME, decode_text_index
 from router.package.format.vectors import SectionVectors, decode_vectors
-from router.package.stores.exact import (
-    EXACT_NAME,
-    ExactTables,
-    PartitionExact,
-    decode_exact_directory,
-)
-from router.package.stores.graph import (
-    GRAPH_NAME,
-    GraphTables,
-    PartitionGraph,
-    decode_graph_directory,
-)
-from router.package.stores.records import (
-    RECORDS_INDEX_NAME,
-    RECORDS_STEM,
-    DocumentRecords,
-    RecordCache,
-    RowReader,
-)
+from router.package.format.vocabulary import VOCABULARY_NAME, decode_vocabulary_directory
+from router.package.format.words import WORDS_NAME, decode_word_directory
+from router.package.stores.exact import ExactTables, PartitionExact
+from router.package.stores.graph import GraphTables, PartitionGraph
+from router.package.stores.records import DocumentRecords, RecordCache, RowReader
 from router.package.stores.shards import ChunkIntoFetcher, PartitionShards, ShardCache
 from router.package.stores.texts import (
     ChunkCache,
     ChunkFetcher,
     SectionTexts,
 )
-from router.package.stores.vocabulary import (
-    VOCABULARY_NAME,
-    PartitionVocabulary,
-    VocabularyChunks,
-    decode_vocabulary_directory,
-)
-from router.package.stores.words import (
-    WORDS_NAME,
-    PartitionWords,
-    WordTables,
-    decode_word_directory,
-)
+from router.package.stores.vocabulary import PartitionVocabulary, VocabularyChunks
+from router.package.stores.words import PartitionWords, WordTables
 from router.package.version.manifest import VECTORS_NAME, Manifest
 from router.package.version.partitions import (
     PARTITION_FILES,

@@ -28,7 +28,7 @@ from router.config import (
     DEFAULT_MAX_TYPO_PROBES,
 )
 from router.package.format.string_map import VALUE_SEPARATOR
-from router.package.stores.words import SOUND_PREFIX, WORD_PREFIX
+from router.package.format.words import SOUND_PREFIX, WORD_PREFIX
 from router.package.view import PackageView
 from router.trace import NO_DEADLINE, Deadline
 

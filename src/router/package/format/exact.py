@@ -1,7 +1,7 @@
-"""Encoder and decoder of an exact-key table: a range of a partition's exact keys, compiled.
+"""Encoder and decoder of the exact keys: a chunk (a compiled range of keys) and its directory.
 
 The keys of a partition are cut into such tables (chunks ``x-<hash>.bin``), listed by the
-resident directory ``exact.bin`` (``router.package.stores.exact``, docs/index-format.md).
+resident directory ``exact.bin`` (its layout below; docs/index-format.md).
 
 Why compiled: the exact stage resolves a folded id, section id, alias, title or fact address to
 its targets. Built at query time from the catalog, that map cost ~40 MiB at 100k sections (a
@@ -18,10 +18,23 @@ looked up by binary search — a few bytes a key, nothing built on a cold isolat
     facts    uint32[N] index of the fact name (0xFFFFFFFF: none)
     names    uint32[F + 1] byte offsets into the fact-name blob
     blobs    the key blob, then the fact-name blob (UTF-8)
+
+The sorted keys are cut into tables of about ``EXACT_CHUNK_BYTES``, each a file named by its
+content (``x-<sha16>.bin``, so an unchanged range is shared by consecutive versions); the
+resident directory ``exact.bin``, read by ``router.package.stores.exact``, keeps each chunk's
+first key and hash:
+
+    exact.bin
+        magic    b"KREXDR01"          8 bytes
+        header   uint32 chunks C      4 bytes
+        offsets  uint32[C + 1]        byte offsets of each chunk's first key in the key blob
+        hashes   C × 16 ASCII bytes   the hex digest naming chunk c: x-<hash>.bin
+        keys     the first keys, UTF-8, concatenated (sorted: UTF-8 bytes order)
 """
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,12 +48,19 @@ from router.package.format.arrays import (
     little_endian_bytes,
     little_endian_view,
 )
+from router.package.format.key_directory import decode_first_keys
+from router.package.version.content_names import Digests
 
 __all__ = [
+    "EXACT_CHUNK_BYTES",
     "EXACT_KINDS",
+    "EXACT_NAME",
+    "ExactDirectory",
     "ExactKeys",
     "LocalTarget",
     "decode_exact",
+    "decode_exact_directory",
+    "encode_exact_chunks",
     "encode_table",
     "exact_keys_of",
 ]
@@ -186,3 +206,99 @@ def decode_exact(blob: bytes) -> ExactKeys:
         name_blob[name_offsets[i] : name_offsets[i + 1]].decode("utf-8") for i in range(names)
     )
     return ExactKeys(key_offsets, ranges, kinds, docs, sections, facts, fact_names, key_blob)
+
+
+EXACT_NAME = "exact.bin"
+
+
+EXACT_CHUNK_BYTES = 16 * 1024
+
+
+_DIRECTORY_MAGIC = b"KREXDR01"
+
+
+_DIRECTORY_HEADER = struct.Struct("<8sI")
+
+
+_DIRECTORY_HASH = 16
+
+
+_PER_KEY = 8  # its offset and range entries
+
+
+_PER_TARGET = 13  # kind, document, section, fact
+
+
+def _chunk_name(digest: str) -> str:
+    return f"x-{digest}.bin"
+
+
+def encode_exact_chunks(
+    documents: Sequence[Document], chunk_bytes: int = EXACT_CHUNK_BYTES
+) -> dict[str, bytes]:
+    """``exact.bin`` and its chunks for a partition's documents; same documents → same bytes."""
+    keys = exact_keys_of(documents)
+    groups: list[dict[str, list[LocalTarget]]] = [{}]
+    size = 0
+    for key in sorted(keys):  # code point order is UTF-8 byte order
+        if groups[-1] and size >= chunk_bytes:
+            groups.append({})
+            size = 0
+        groups[-1][key] = keys[key]
+        size += len(key.encode("utf-8")) + _PER_KEY + _PER_TARGET * len(keys[key])
+    files: dict[str, bytes] = {}
+    firsts: list[bytes] = []
+    digests: list[str] = []
+    for group in groups:
+        table = encode_table(group)
+        digest = hashlib.sha256(table).hexdigest()[:_DIRECTORY_HASH]
+        files[_chunk_name(digest)] = table
+        digests.append(digest)
+        firsts.append(min(group).encode("utf-8") if group else b"")
+    offsets = [0]
+    for first in firsts:
+        offsets.append(offsets[-1] + len(first))
+    files[EXACT_NAME] = b"".join(
+        [
+            _DIRECTORY_HEADER.pack(_DIRECTORY_MAGIC, len(groups)),
+            little_endian_bytes("I", offsets),
+            "".join(digests).encode("ascii"),
+            b"".join(firsts),
+        ]
+    )
+    return files
+
+
+@dataclass(frozen=True)
+class ExactDirectory:
+    """Each chunk's first key and hash: enough to find the chunk of any key."""
+
+    offsets: Sequence[int]
+    hashes: Digests
+    first_keys: bytes
+
+    @property
+    def chunks(self) -> int:
+        return len(self.hashes)
+
+    def file_name(self, chunk: int) -> str:
+        return _chunk_name(self.hashes[chunk])
+
+    def first_key(self, chunk: int) -> bytes:
+        return self.first_keys[self.offsets[chunk] : self.offsets[chunk + 1]]
+
+    def chunk_of(self, key: str) -> int:
+        """The chunk that holds ``key`` if any chunk does (the last whose first key ≤ it)."""
+        return SortedKeys(self.first_key, self.chunks).last_at_most(key.encode("utf-8"))
+
+
+def decode_exact_directory(blob: bytes) -> ExactDirectory:
+    """The directory of ``exact.bin``; a wrong magic or length refuses the package."""
+    (chunks,) = header_fields(blob, _DIRECTORY_HEADER, _DIRECTORY_MAGIC, EXACT_NAME)
+    if chunks < 1:
+        raise PackageFormatError(f"{EXACT_NAME} is truncated")
+    offsets, digests, keys_at = decode_first_keys(blob, _DIRECTORY_HEADER.size, chunks, EXACT_NAME)
+    first_keys = bytes(blob[keys_at:])
+    if offsets[chunks] != len(first_keys):
+        raise PackageFormatError(f"{EXACT_NAME} has inconsistent key offsets")
+    return ExactDirectory(offsets, digests, first_keys)

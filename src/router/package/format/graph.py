@@ -1,4 +1,4 @@
-"""A partition's section graph, compiled: its edges, and the codec of a table of them.
+"""A partition's section graph, compiled: its edges, the codec of a table of them and its directory.
 
 Why compiled (docs/adr/0010): the graph stage follows wikilinks, backlinks and parent/child
 documents from the best sections. Built at query time from the catalog it cost ~22 MiB at 100k
@@ -6,13 +6,23 @@ sections (a dict per section); compiled, it is three arrays sorted by source sec
 binary search. A partition holds the edges that start or end in its own sections, in view
 numbering: a tenant's link to a shared section, and the backlink from that shared section, live in
 the tenant's partition — so only the tenant's view ever sees them. The sorted edges are cut into
-tables by source section (``router.package.stores.graph``), read per query; a table:
+tables by source section, read per query (``router.package.stores.graph``); a table:
 
     magic    b"KRGRPH01"         8 bytes
     header   uint32 edges E
     sources  uint32[E]           ascending
     targets  uint32[E]
     kinds    uint8[E]            RELATIONS order (+ padding to 4)
+
+The tables hold about ``GRAPH_CHUNK_BYTES`` each (a section's edges are never split), each a file
+named by its content (``g-<sha16>.bin``); the resident directory ``graph.bin`` keeps each
+chunk's first source section and hash, 20 bytes a chunk:
+
+    graph.bin
+        magic    b"KRGDIR01"          8 bytes
+        header   uint32 chunks C, edges E
+        firsts   uint32[C]            first source section of each chunk (view numbering)
+        hashes   C × 16 ASCII bytes   the hex digest naming chunk c: g-<hash>.bin
 """
 
 from __future__ import annotations
@@ -21,12 +31,27 @@ import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from router.errors import PackageFormatError
 from router.knowledge.model import Document
 from router.package.format.arrays import header_fields, little_endian_bytes, little_endian_view
+from router.package.version.content_names import Digests, content_name
 
-__all__ = ["RELATIONS", "Edge", "GraphTable", "decode_graph", "encode_table", "graph_edges"]
+__all__ = [
+    "GRAPH_CHUNK_BYTES",
+    "GRAPH_NAME",
+    "GRAPH_STEM",
+    "RELATIONS",
+    "Edge",
+    "GraphDirectory",
+    "GraphTable",
+    "decode_graph",
+    "decode_graph_directory",
+    "encode_graph_chunks",
+    "encode_table",
+    "graph_edges",
+]
 
 Edge = tuple[int, int, int]
 """(source section, target section, relation index in ``RELATIONS``), in view numbering."""
@@ -110,3 +135,85 @@ def decode_graph(blob: bytes, what: str = "graph table") -> GraphTable:
     targets = little_endian_view(view[offset + 4 * count : offset + 8 * count], "I")
     kinds = bytes(view[offset + 8 * count : offset + 9 * count])
     return GraphTable(sources, targets, kinds)
+
+
+GRAPH_NAME = "graph.bin"
+
+
+GRAPH_STEM = "g"
+
+
+GRAPH_CHUNK_BYTES = 16 * 1024
+
+
+_DIRECTORY_MAGIC = b"KRGDIR01"
+
+
+_DIRECTORY_HEADER = struct.Struct("<8sII")
+
+
+_DIRECTORY_HASH = 16
+
+
+_PER_EDGE = 9
+
+
+def encode_graph_chunks(
+    edges: Sequence[Edge], chunk_bytes: int = GRAPH_CHUNK_BYTES
+) -> dict[str, bytes]:
+    """``graph.bin`` and its chunks for a partition's sorted ``edges``; same edges, same bytes."""
+    groups: list[list[Edge]] = []
+    for edge in edges:
+        starts_source = not groups or groups[-1][-1][0] != edge[0]
+        if starts_source and (not groups or len(groups[-1]) * _PER_EDGE >= chunk_bytes):
+            groups.append([])
+        groups[-1].append(edge)
+    files: dict[str, bytes] = {}
+    digests: list[str] = []
+    for group in groups:
+        table = encode_table(group)
+        name = content_name(GRAPH_STEM, table)
+        files[name] = table
+        digests.append(name[len(GRAPH_STEM) + 1 : -len(".bin")])
+    files[GRAPH_NAME] = b"".join(
+        [
+            _DIRECTORY_HEADER.pack(_DIRECTORY_MAGIC, len(groups), len(edges)),
+            little_endian_bytes("I", [group[0][0] for group in groups]),
+            "".join(digests).encode("ascii"),
+        ]
+    )
+    return files
+
+
+@dataclass(frozen=True)
+class GraphDirectory:
+    """Each chunk's first source section and hash: enough to find any section's edges."""
+
+    firsts: Sequence[int]
+    hashes: Digests
+    edges: int
+
+    def file_name(self, chunk: int) -> str:
+        return f"{GRAPH_STEM}-{self.hashes[chunk]}.bin"
+
+    def chunk_of(self, section: int) -> int | None:
+        """The chunk holding ``section``'s edges if any does."""
+        found = bisect_right(self.firsts, section) - 1
+        return found if found >= 0 else None
+
+
+def decode_graph_directory(blob: bytes, what: str = GRAPH_NAME) -> GraphDirectory:
+    """The directory in ``graph.bin``; a wrong magic or inconsistent table refuses the package."""
+    chunks, edges = header_fields(blob, _DIRECTORY_HEADER, _DIRECTORY_MAGIC, what)
+    hashes_at = _DIRECTORY_HEADER.size + 4 * chunks
+    if len(blob) != hashes_at + _DIRECTORY_HASH * chunks:
+        raise PackageFormatError(f"{what} is {len(blob)} bytes, its header says otherwise")
+    firsts = little_endian_view(memoryview(blob)[_DIRECTORY_HEADER.size : hashes_at], "I")
+    try:
+        digests = bytes(blob[hashes_at:]).decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise PackageFormatError(f"{what} has a malformed chunk hash") from exc
+    ascending = all(a < b for a, b in pairwise(firsts))
+    if not ascending or (edges == 0) != (chunks == 0):
+        raise PackageFormatError(f"{what} has an inconsistent chunk table")
+    return GraphDirectory(firsts, Digests(digests), edges)

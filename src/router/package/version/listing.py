@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from router.package.format.bundle import BUNDLE_NAME, decode_bundle
+from router.package.format.exact import EXACT_NAME, decode_exact_directory
+from router.package.format.graph import GRAPH_NAME, decode_graph_directory
+from router.package.format.records import RECORDS_INDEX_NAME, RECORDS_STEM
 from router.package.format.shards import decode_directory
 from router.package.format.texts import TEXTS_INDEX_NAME, decode_text_index
-from router.package.stores.exact import EXACT_NAME, decode_exact_directory
-from router.package.stores.graph import GRAPH_NAME, decode_graph_directory
-from router.package.stores.records import RECORDS_INDEX_NAME, RECORDS_STEM
-from router.package.stores.vocabulary import VOCABULARY_NAME, decode_vocabulary_directory
-from router.package.stores.words import WORDS_NAME, decode_word_directory
+from router.package.format.vocabulary import VOCABULARY_NAME, decode_vocabulary_directory
+from router.package.format.words import WORDS_NAME, decode_word_directory
 from router.package.version.manifest import Manifest
 from router.package.version.partitions import partition_file
 
