@@ -2,7 +2,7 @@
 
 Why a real server: the adapter's error mapping (refused connection, timeout, HTTP 500, bad JSON)
 only means something over an actual socket; the fake runs uvicorn on 127.0.0.1 in a thread.
-The stage's own rules (messages, citation checks) are in ``tests/stages/test_generation.py``.
+The stage's own rules (messages, citation checks) are in ``tests/support/test_generation.py``.
 """
 
 from __future__ import annotations

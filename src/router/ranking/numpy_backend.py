@@ -13,7 +13,7 @@ weighted impacts (``impact * weight`` in float64) one list at a time, starting f
 weights=contributions)`` adds into each bin in input order starting from 0.0, so lists
 concatenated in that same order give the same floats, bit for bit (0.0 + x == x), whatever the
 weights. Equal scores are then ordered as the pure path orders them: by the first list in query
-order holding the section, then by section id. tests/stages/test_bm25_numpy.py compares ids,
+order holding the section, then by section id. tests/ranking/test_numpy_backend.py compares ids,
 order and scores with ``==``.
 
 When the pure path answers instead — so that CPython never serves another ranking than the
