@@ -33,6 +33,7 @@ from router.package.view import PackageView
 from router.pipeline import run_query
 from router.ranking import numpy_backend as bm25_numpy
 from router.ranking import pruning as bm25_pruning
+from router.ranking import top_k as front_door
 from router.ranking.bm25 import QueryList, block_lists, block_weights, query_lists
 from router.ranking.numpy_backend import PostingArrays, numpy_top_k
 from router.ranking.pruning import Ranking, ScoreBounds, weighted_top_k
@@ -47,7 +48,8 @@ KS = (1, 3, 10, DEFAULT_BM25_CANDIDATES)
 
 @pytest.fixture
 def fallbacks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the queries the numpy scorer hands to the pure one (one entry per hand-over)."""
+    """Counts the queries the numpy scorer, or the front door without numpy, hands to the pure
+    one (one entry per hand-over)."""
     seen: list[int] = []
     pure = bm25_numpy.weighted_top_k
 
@@ -56,6 +58,7 @@ def fallbacks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return pure(*args, **kwargs)
 
     monkeypatch.setattr(bm25_numpy, "weighted_top_k", counted)
+    monkeypatch.setattr(front_door, "weighted_top_k", counted)
     return seen
 
 
