@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from router.compile.build import BuildResult
-from router.package.reader import KnowledgePackage
+from router.package.reader import KnowledgePackage, load_package
 from router.package.stores.cost import ReadCost
 from router.stages.lexical import lexical_search
 from router.stages.terms import read_terms
@@ -17,9 +17,11 @@ from tests.stages.state import keep, query_state
 
 
 def test_the_entries_of_known_and_unknown_terms_are_returned_for_the_pipeline(
-    package: KnowledgePackage,
+    built: BuildResult,
 ) -> None:
-    state = query_state(package, "validade da APR", read=False)
+    files = built.package.files()
+    cold = load_package(files["manifest.json"], files.__getitem__)  # its chunks not read yet
+    state = query_state(cold, "validade da APR", read=False)
     reads, cost = run_sync(read_terms(state, ["validad", "apr", "cenour"]))
     assert set(reads.terms) == {"validad", "apr", "cenour"}
     assert reads.terms["cenour"] == (None,)  # read, and no partition holds it
