@@ -34,9 +34,9 @@ from tests.common import INJECTION_TEXT
 from tests.stages.state import keep, searched_state
 
 
-def assessed(package: KnowledgePackage, query: str, **request: str) -> QueryState:
+def assessed(package: KnowledgePackage, query: str) -> QueryState:
     """The state past the confidence stage (its verdict on ``state.assessment``)."""
-    state = searched_state(package, query, **request)
+    state = searched_state(package, query)
     state.assessment = assess(state)
     return state
 
@@ -46,7 +46,9 @@ def answer(state: QueryState, candidates: Sequence[Fused]) -> Answer:
     kept (the records, pick_fact and texts stages, in the pipeline's order)."""
     docs = {state.package.section_doc[c.section] for c in candidates}
     docs.update(hit.target.doc_index for hit in state.exact)
-    keep(state, run_sync(load_records(state, docs, [c.section for c in candidates])))
+    records = run_sync(load_records(state, docs, [c.section for c in candidates]))
+    assert records is not None  # the sample's records are readable
+    keep(state, records)
     fact = pick_fact(state, candidates)
     sections = quoted_sections(state, candidates, candidates, fact)
     state.texts = run_sync(load_texts(state, sections))
