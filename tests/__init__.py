@@ -1,9 +1,11 @@
 """The test suite; its folders mirror the packages of ``src/``.
 
 - top level: the router end to end — ``test_query.py`` (what a user depends on),
-  ``test_cascade.py`` (the async cascade with cache, vectors, budget, LLM answer, metrics),
   ``test_publish.py`` (local publishing and activation), ``test_golden_eval.py`` (quality floors)
-- ``stages/``: each stage of ``router.stages`` as a pure function (cache, fusion, graph, boosts…)
+- ``cascade/``: the async cascade end to end, a file per concern (cache, vectors, graph,
+  ranking, budget, trust and validity, context package, LLM answer, corrective, metrics)
+- ``stages/``: each stage of ``router.stages`` on its own (cache, fusion, confidence, answer…),
+  on a ``QueryState`` built as the pipeline builds it (``stages/state.py``)
 - ``analysis/``, ``knowledge/``, ``compile/``, ``package/``, ``api/``: those packages of ``router``
 - ``adapters/``: local, Worker-binding and REST adapters against one contract per port, with the
   Python fakes of the Cloudflare bindings (``cloudflare_fakes.py``)

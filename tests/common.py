@@ -7,12 +7,12 @@ Why a module and not ``conftest.py``: constants are imported (``from tests.commo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
-from router.package.reader import Catalog, KnowledgePackage
+from router.package.reader import Catalog, KnowledgePackage, load_package
 from router.package.view import PackageView
 from router.sync import run_sync
 
@@ -29,6 +29,7 @@ __all__ = [
     "TODAY",
     "CountedStore",
     "catalog_of",
+    "failing_chunks",
     "llm_context",
     "load_all_postings",
     "with_all_records",
@@ -121,6 +122,18 @@ def with_all_records(view: PackageView) -> PackageView:
 def catalog_of(package: KnowledgePackage) -> Catalog:
     """Every document and section of a package, in package-wide numbering."""
     return run_sync(package.read_catalog())
+
+
+def failing_chunks(files: Mapping[str, bytes], marker: str) -> KnowledgePackage:
+    """The package of ``files`` whose chunks named with ``marker`` (".v-" vocabulary, ".s-"
+    posting shards, ".w-" typo words, ".g-" graph...) fail their content check when read: a
+    store serving damaged bytes, which a query must survive."""
+
+    async def fetch_chunk(name: str) -> bytes:
+        blob = files[name]
+        return blob[:-1] + b"?" if marker in name else blob
+
+    return load_package(files["manifest.json"], files.__getitem__, fetch_chunk=fetch_chunk)
 
 
 Value = TypeVar("Value")

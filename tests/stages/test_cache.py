@@ -1,6 +1,7 @@
 """Stage — query cache: the LRU's eviction order and the cache key's parts.
 
-The cache seen through the cascade (memory, KV, versions, tenants) is in ``tests/test_cascade.py``.
+The cache seen through the cascade (memory, KV, versions) is in
+``tests/cascade/test_query_cache.py``.
 """
 
 from __future__ import annotations
