@@ -19,7 +19,8 @@ from router.contract import (
     Strategy,
 )
 from router.metrics import Metrics
-from router.package.view import PackageView, RecordNotLoaded
+from router.package.view import PackageView
+from router.package.view_parts import RecordNotLoaded
 from router.results import Fused, LatencyTier, LexicalConfidence, QueryFeatures
 from router.stages.answer import Answer
 from router.stages.context_builder import shown_heading, shown_title

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.package.compose import compose_view
 from router.package.partition import Partition, SharedCaches, decode_partition
 from router.package.stores.arena import ShardArena
 from router.package.stores.budget import ReaderBudget
@@ -43,10 +44,11 @@ from router.package.version.partitions import (
     SHARED_PARTITION,
     partition_key,
 )
-from router.package.view import ExactTarget, PackageView, VersionFacts, ViewPart, compose_view
+from router.package.view import PackageView, VersionFacts
+from router.package.view_parts import ViewPart
 from router.ports import Allocate, Blob
 
-__all__ = ["Catalog", "ExactTarget", "KnowledgePackage", "load_package"]
+__all__ = ["Catalog", "KnowledgePackage", "load_package"]
 
 ArtifactFetcher = Callable[[str], bytes]
 

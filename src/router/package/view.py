@@ -3,50 +3,47 @@
 Why a view per tenant (docs/adr/0010): every stage — exact keys, keyword phrases, typo repair,
 the graph, BM25 and its statistics — reads the view, never the package, so nothing of another
 tenant's partition can reach a query, its scores or its trace. The view numbers sections as the
-partitions already do (shared 0 … S−1, the tenant's own from S), so composing it copies no
-posting; its derived indexes (``derive``) are built per view, at first use.
+partitions already do (shared 0 … S−1, the tenant's own from S), so composing it
+(``package.compose``) copies no posting; its derived indexes (``derive``) are built per view, at
+first use. Its parts and the sequences it reads lazily are ``package.view_parts``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_right
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from router.analysis.analyzer import Analyzer, AnalyzerConfig
-from router.errors import PackageFormatError
-from router.knowledge.model import Document, Section
+from router.analysis.analyzer import Analyzer
+from router.knowledge.model import Document
 from router.package.format.postings import Postings
-from router.package.format.string_map import FirstOf
 from router.package.format.vocabulary import TermEntry
-from router.package.joined import Indexed, Joined, Offset
 from router.package.stores.arena import ArenaLease
 from router.package.stores.budget import ReaderBudget
 from router.package.stores.cost import ReadCost
 from router.package.stores.shards import Loaded, ShardReads, load_shards
 from router.package.version.manifest import Manifest
-from router.sync import concurrently
-
-if TYPE_CHECKING:
-    from router.package.partition import Partition
+from router.package.view_parts import (
+    Amended,
+    LoadedDocuments,
+    LoadedSections,
+    RecordNotLoaded,
+    ViewPart,
+    ViewTexts,
+    from_every_part,
+    part_of_doc,
+    part_of_section,
+)
 
 __all__ = [
-    "Amended",
+    "INHERITED_RELATIONS",
     "ExactTarget",
-    "LoadedDocuments",
-    "LoadedSections",
     "PackageView",
-    "RecordNotLoaded",
     "VersionFacts",
-    "ViewPart",
-    "ViewTexts",
-    "compose_view",
 ]
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -57,115 +54,6 @@ class ExactTarget:
     doc_index: int
     section_index: int | None = None
     fact: str | None = None
-
-
-@dataclass(frozen=True)
-class ViewPart:
-    """One partition in a view: where its sections and documents start in the view and in the
-    package's global numbering (shared first, then every tenant in key order)."""
-
-    partition: Partition
-    first_doc: int  # view document index of its first document
-    first_global: int  # global section index of its first section
-
-    @property
-    def first_section(self) -> int:
-        return self.partition.first_section
-
-    def doc_indices(self) -> range:
-        """The view indices of this partition's documents."""
-        return range(self.first_doc, self.first_doc + self.partition.doc_count)
-
-    def section_indices(self) -> range:
-        """The view indices of this partition's sections."""
-        first = self.partition.first_section
-        return range(first, first + self.partition.section_count)
-
-
-class RecordNotLoaded(LookupError):
-    """A stage read a document record the query did not load (a bug in the cascade's order:
-    records are read after fusion, for what the response shows)."""
-
-
-class LoadedDocuments(Indexed[Document]):
-    """The view's documents as a sequence, of which only the loaded records can be read."""
-
-    __slots__ = ("_count", "_loaded")
-
-    def __init__(self, loaded: Mapping[int, Document], count: int) -> None:
-        self._loaded = loaded
-        self._count = count
-
-    def __len__(self) -> int:
-        return self._count
-
-    def _item(self, index: int) -> Document:
-        found = self._loaded.get(index)
-        if found is None:
-            raise RecordNotLoaded(f"document {index} was not loaded for this query")
-        return found
-
-
-class LoadedSections(Indexed[Section]):
-    """The view's sections, read through their (loaded) documents."""
-
-    __slots__ = ("_docs", "_first", "_section_doc")
-
-    def __init__(
-        self, docs: LoadedDocuments, section_doc: Sequence[int], first: Sequence[int]
-    ) -> None:
-        self._docs = docs
-        self._section_doc = section_doc
-        self._first = first
-
-    def __len__(self) -> int:
-        return len(self._section_doc)
-
-    def _item(self, index: int) -> Section:
-        doc = self._section_doc[index]
-        return self._docs[doc].sections[index - self._first[doc]]
-
-
-class SectionDocs(Indexed[int]):
-    """The view document of each view section, found by bisection in the documents' first
-    sections (a document's sections are contiguous), so nothing is stored per section."""
-
-    __slots__ = ("_first", "_sections")
-
-    def __init__(self, first: Sequence[int], sections: int) -> None:
-        self._first = first
-        self._sections = sections
-
-    def __len__(self) -> int:
-        return self._sections
-
-    def _item(self, index: int) -> int:
-        return bisect_right(self._first, index) - 1
-
-
-class ViewTexts:
-    """Section texts of a view, read from the partitions' chunk stores (concurrently)."""
-
-    def __init__(self, parts: tuple[ViewPart, ...]) -> None:
-        self.parts = parts
-
-    async def load(self, sections: Iterable[int]) -> tuple[dict[int, str], ReadCost]:
-        wanted: list[list[int]] = [[] for _ in self.parts]
-        for section in sections:
-            wanted[_part_of(self.parts, section)].append(section)
-        jobs = [
-            (part, [s - part.partition.first_section for s in chosen])
-            for part, chosen in zip(self.parts, wanted, strict=True)
-            if chosen
-        ]
-        per_part, reads = await _from_every_part(
-            [part.partition.texts.load(local) for part, local in jobs]
-        )
-        texts: dict[int, str] = {}
-        for (part, _), found in zip(jobs, per_part, strict=True):
-            base = part.partition.first_section
-            texts.update({base + s: text for s, text in found.items()})
-        return texts, reads
 
 
 class VersionFacts:
@@ -186,23 +74,6 @@ class VersionFacts:
     @property
     def embedding_model(self) -> str | None:
         return self.manifest.embedding.get("model") if self.manifest.embedding else None
-
-
-@dataclass(frozen=True)
-class Amended:
-    """What the deltas in a view change in its base partitions (docs/adr/0020): the tombstoned
-    documents (view indices, hidden by the filters) and the redirected sections."""
-
-    documents: frozenset[int] = frozenset()
-    redirects: Mapping[int, int] = field(default_factory=dict)  # old section → new copy's
-    origins: Mapping[int, int] = field(default_factory=dict)  # new section → the old one
-    # what the tombstoned sections still count in the base's statistics: N and, per block and
-    # term, document frequency (deltas whose old copies were not read leave both stale)
-    dead_sections: int = 0
-    dead_frequencies: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.documents)
 
 
 @dataclass
@@ -247,10 +118,10 @@ class PackageView(VersionFacts):
         """Fetch (concurrently, one round trip) the records of ``docs`` (view indices)."""
         wanted: list[list[int]] = [[] for _ in self.parts]
         for doc in set(docs):
-            index = _part_of_doc(self.parts, doc)
+            index = part_of_doc(self.parts, doc)
             wanted[index].append(doc - self.parts[index].first_doc)
         jobs = [(part, local) for part, local in zip(self.parts, wanted, strict=True) if local]
-        per_part, reads = await _from_every_part(
+        per_part, reads = await from_every_part(
             [part.partition.records.load(local) for part, local in jobs]
         )
         found: dict[int, Document] = {}
@@ -300,7 +171,7 @@ class PackageView(VersionFacts):
         """What each folded exact key names in view (shared targets first), its chunks fetched
         concurrently in every partition in view (one round trip)."""
         wanted = sorted(set(keys))
-        per_part, reads = await _from_every_part(
+        per_part, reads = await from_every_part(
             [part.partition.exact.targets(wanted) for part in self.parts]
         )
         found: dict[str, list[ExactTarget]] = {key: [] for key in wanted}
@@ -333,7 +204,7 @@ class PackageView(VersionFacts):
 
     def doc_sections(self, doc_index: int) -> range:
         """The section indices of one document (they are contiguous)."""
-        part = self.parts[_part_of_doc(self.parts, doc_index)]
+        part = self.parts[part_of_doc(self.parts, doc_index)]
         local = doc_index - part.first_doc
         first = part.first_section
         return range(
@@ -343,7 +214,7 @@ class PackageView(VersionFacts):
 
     def doc_trust(self, doc_index: int) -> str:
         """A document's trust level, from the resident columns."""
-        part = self.parts[_part_of_doc(self.parts, doc_index)]
+        part = self.parts[part_of_doc(self.parts, doc_index)]
         return part.partition.columns.trust(doc_index - part.first_doc)
 
     # -- terms and postings of the partitions in view ------------------------------------------
@@ -357,7 +228,7 @@ class PackageView(VersionFacts):
         wanted = sorted(set(terms) - set(self.term_found))
         if not wanted:
             return {}, ReadCost(0, 0, 0, 0)
-        per_part, reads = await _from_every_part(
+        per_part, reads = await from_every_part(
             [part.partition.vocabulary.entries(wanted) for part in self.parts]
         )
         return {term: tuple(entries[term] for entries in per_part) for term in wanted}, reads
@@ -433,7 +304,7 @@ class PackageView(VersionFacts):
         """Each word-map key's value in every partition in view (``router.package.stores.words``),
         their chunks fetched concurrently (one round trip)."""
         wanted = sorted(set(keys))
-        per_part, reads = await _from_every_part(
+        per_part, reads = await from_every_part(
             [part.partition.words.values(wanted) for part in self.parts]
         )
         return {key: tuple(values[key] for values in per_part) for key in wanted}, reads
@@ -455,7 +326,7 @@ class PackageView(VersionFacts):
         wanted = sorted(set(sections))
         origins = self.amended.origins
         asked = sorted(set(wanted) | {origins[s] for s in wanted if s in origins})
-        per_part, reads = await _from_every_part(
+        per_part, reads = await from_every_part(
             [part.partition.graph.neighbours_of(asked) for part in self.parts]
         )
         merged: dict[int, dict[int, str]] = {s: {} for s in asked}
@@ -509,7 +380,7 @@ class PackageView(VersionFacts):
 
     def global_section(self, section: int) -> int:
         """The package-wide number of a view section (vector ids, D1 rows use it)."""
-        part = self.parts[_part_of(self.parts, section)]
+        part = self.parts[part_of_section(self.parts, section)]
         return part.first_global + section - part.partition.first_section
 
     def view_section(self, global_section: int) -> int | None:
@@ -519,86 +390,6 @@ class PackageView(VersionFacts):
             if 0 <= local < part.partition.section_count:
                 return part.partition.first_section + local
         return None
-
-
-def compose_view(
-    manifest: Manifest,
-    parts: tuple[ViewPart, ...],
-    shared_view: PackageView | None = None,
-    budget: ReaderBudget | None = None,
-) -> PackageView:
-    """The view over ``parts`` (the shared partition first, then the caller's own, then the
-    deltas amending them: ascending section numbers); ``shared_view`` is the package's
-    anonymous view, for every view that has a tenant partition."""
-    budget = budget or ReaderBudget()
-    shared = parts[0].partition
-    first_sections: Sequence[int] = shared.columns.first[:-1]
-    for part in parts[1:]:  # each part after the one before, nothing copied
-        own = part.partition
-        first_sections = Joined(first_sections, Offset(own.columns.first[:-1], own.first_section))
-    # base spellings win over a delta's, the shared ones over a tenant's (docs/adr/0020)
-    lexicons = [p.partition.lexicon for p in parts if p.partition.amendments is None]
-    lexicons += [p.partition.lexicon for p in parts if p.partition.amendments is not None]
-    lexicon: Mapping[str, str] = lexicons[0] if len(lexicons) == 1 else FirstOf(*lexicons)
-    end = max(p.partition.first_section + p.partition.section_count for p in parts)
-    return PackageView(
-        manifest=manifest,
-        parts=parts,
-        doc_count=sum(part.partition.doc_count for part in parts),
-        section_doc=SectionDocs(first_sections, end),
-        doc_first_section=first_sections,
-        analyzer=Analyzer(
-            AnalyzerConfig.from_dict(manifest.analyzer),
-            accent_lexicon=lexicon,
-            stem_cache_entries=budget.stem_words,
-        ),
-        texts=ViewTexts(parts),
-        synonyms=shared.synonyms,
-        shared_view=shared_view,
-        budget=budget,
-        amended=amended_view(parts),
-    )
-
-
-def amended_view(parts: tuple[ViewPart, ...]) -> Amended:
-    """The tombstones and redirects of the deltas in view, in view numbers."""
-    by_key = {part.partition.key: part for part in parts}
-    dead: set[int] = set()
-    forward: dict[int, int] = {}
-    dead_sections = 0
-    frequencies: dict[str, dict[str, int]] = {}
-    for part in parts:
-        amendments = part.partition.amendments
-        if amendments is None:
-            continue
-        base = by_key.get(part.partition.entry.amends or "")
-        if base is None:
-            raise PackageFormatError(f"delta {part.partition.key} amends no partition in view")
-        if amendments.tombstones and amendments.tombstones[-1] >= base.partition.doc_count:
-            raise PackageFormatError(f"delta {part.partition.key} tombstones a missing document")
-        dead.update(base.first_doc + d for d in amendments.tombstones)
-        if amendments.dead or not amendments.tombstones:  # what the old copies still count
-            first = base.partition.columns.first
-            dead_sections += sum(first[d + 1] - first[d] for d in amendments.tombstones)
-            for block, terms in amendments.dead.items():
-                into = frequencies.setdefault(block, {})
-                for term, count in terms.items():
-                    into[term] = into.get(term, 0) + count
-        forward.update(zip(amendments.old_sections, amendments.new_sections, strict=True))
-    origins = {new: old for old, new in forward.items()}
-    return Amended(frozenset(dead), forward, origins, dead_sections, frequencies)
-
-
-async def _from_every_part(
-    lookups: Sequence[Awaitable[tuple[R, ReadCost]]],
-) -> tuple[list[R], ReadCost]:
-    """Each partition's answer (in view order), their lookups made concurrently (one round trip),
-    and what they cost together."""
-    results = await concurrently(lookups)
-    reads = ReadCost(0, 0, 0, 0)
-    for _, cost in results:
-        reads = reads.alongside(cost)
-    return [found for found, _ in results], reads
 
 
 INHERITED_RELATIONS = frozenset({"backlink", "child"})
@@ -614,23 +405,3 @@ def _merge_edges(
         current = into.get(target)
         if current is None or strength[relation] > strength[current]:
             into[target] = relation
-
-
-def _part_of(parts: tuple[ViewPart, ...], section: int) -> int:
-    """The index of the part holding view section ``section``."""
-    return _last_part(parts, section, lambda part: part.partition.first_section, "section")
-
-
-def _part_of_doc(parts: tuple[ViewPart, ...], doc: int) -> int:
-    """The index of the part holding view document ``doc``."""
-    return _last_part(parts, doc, lambda part: part.first_doc, "document")
-
-
-def _last_part(
-    parts: tuple[ViewPart, ...], number: int, first: Callable[[ViewPart], int], what: str
-) -> int:
-    """The last part whose numbering (``first``) starts at or before ``number``."""
-    for index in range(len(parts) - 1, -1, -1):
-        if number >= first(parts[index]):
-            return index
-    raise IndexError(f"{what} {number} is not in this view")
