@@ -29,7 +29,8 @@ from router.package.version.listing import postings_bytes
 from router.pipeline import run_query
 from router.ranking.bm25 import max_impact, query_lists, top_k, weighted_scores
 from router.ranking.numpy_backend import PostingArrays, numpy_top_k
-from router.ranking.pruning import LONG_LIST_FRACTION, ScoreBounds, weighted_top_k
+from router.ranking.pruning import weighted_top_k
+from router.ranking.score_bounds import LONG_LIST_FRACTION, ScoreBounds
 from router.sync import run_sync
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,8 +37,9 @@ from router.ranking.bm25 import (
     top_k,
     weighted_scores,
 )
-from router.ranking.pruning import Ranking, ScoreBounds
 from router.ranking.pruning import weighted_top_k as top_k_of_lists
+from router.ranking.result import Ranking
+from router.ranking.score_bounds import ScoreBounds
 from router.results import Visibility
 from router.stages.filters import visible_sections
 from tests.common import (

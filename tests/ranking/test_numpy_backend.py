@@ -36,7 +36,9 @@ from router.ranking import pruning as bm25_pruning
 from router.ranking import top_k as front_door
 from router.ranking.bm25 import QueryList, block_lists, block_weights, query_lists
 from router.ranking.numpy_backend import PostingArrays, numpy_top_k
-from router.ranking.pruning import Ranking, ScoreBounds, weighted_top_k
+from router.ranking.pruning import weighted_top_k
+from router.ranking.result import Ranking
+from router.ranking.score_bounds import ScoreBounds
 from router.ranking.top_k import served_top_k
 from router.results import Mask, Visibility
 from router.stages.filters import visible_sections

@@ -18,7 +18,8 @@ from router.package.format.shards import decode_directory, decode_shard, encode_
 from router.package.reader import load_package
 from router.ranking import pruning as bm25_pruning
 from router.ranking.bm25 import QueryList, block_weights, query_lists, top_k, weighted_scores
-from router.ranking.pruning import ScoreBounds, weighted_top_k
+from router.ranking.pruning import weighted_top_k
+from router.ranking.score_bounds import ScoreBounds
 from router.ranking.threshold import threshold_top_k
 from tests.common import SHARED_DATA, load_all_postings, with_terms
 

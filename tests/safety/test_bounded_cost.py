@@ -33,7 +33,8 @@ from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.ranking import pruning as bm25_pruning
 from router.ranking.bm25 import block_lists, top_k, weighted_scores
-from router.ranking.pruning import Ranking, weighted_top_k
+from router.ranking.pruning import weighted_top_k
+from router.ranking.result import Ranking
 from router.service import KnowledgeService
 from router.stages import lexical
 from router.stages.exact import MAX_QUERY_IDS, query_keys

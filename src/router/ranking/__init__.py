@@ -1,3 +1,5 @@
 """BM25 ranking over the compiled postings: one front door (``ranking.top_k.served_top_k``), the
 exhaustive reference (``ranking.bm25``), the pruned and threshold top-k (``ranking.pruning``,
-``ranking.threshold``) and the optional numpy backend (``ranking.numpy_backend``, CPython only)."""
+``ranking.threshold``; the pruned path's search, windows and bounds in ``ranking.maxscore``,
+``ranking.windows``, ``ranking.score_bounds``), the result they all return (``ranking.result``)
+and the optional numpy backend (``ranking.numpy_backend``, CPython only)."""

@@ -46,7 +46,10 @@ from router.config import DEFAULT_MAX_POSTINGS
 from router.package.format.postings import Postings
 from router.ranking import pruning as bm25_pruning
 from router.ranking.bm25 import QueryList
-from router.ranking.pruning import COMPLETION_RESERVE, Ranking, ScoreBounds, weighted_top_k
+from router.ranking.maxscore import COMPLETION_RESERVE
+from router.ranking.pruning import weighted_top_k
+from router.ranking.result import Ranking
+from router.ranking.score_bounds import ScoreBounds
 from router.results import Mask
 from router.trace import NO_DEADLINE, Deadline
 

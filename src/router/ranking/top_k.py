@@ -13,7 +13,9 @@ from collections.abc import Collection, Sequence
 
 from router.ranking.bm25 import QueryList
 from router.ranking.numpy_backend import PostingArrays, numpy_available, numpy_top_k
-from router.ranking.pruning import Ranking, ScoreBounds, weighted_top_k
+from router.ranking.pruning import weighted_top_k
+from router.ranking.result import Ranking
+from router.ranking.score_bounds import ScoreBounds
 from router.trace import NO_DEADLINE, Deadline
 
 __all__ = ["served_top_k"]

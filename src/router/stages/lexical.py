@@ -15,7 +15,7 @@ from router.package.stores.shards import ShardReads
 from router.ranking.bm25 import bm25_method, query_lists
 from router.ranking.fetch_budget import within_fetch_budget
 from router.ranking.numpy_backend import PostingArrays
-from router.ranking.pruning import ScoreBounds
+from router.ranking.score_bounds import ScoreBounds
 from router.ranking.top_k import served_top_k
 from router.results import Lexical
 from router.stages.confidence import lexical_confidence
