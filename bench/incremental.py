@@ -54,8 +54,10 @@ from router.adapters.local.state import LocalState
 from router.compile.build import BuildResult, build_knowledge
 from router.compile.corpus import knowledge_files
 from router.compile.indexer import BuildConfig
-from router.ops.publish import MemoryJournal, PublishReport, PublishTarget, catalog_rows, publish
-from router.ops.publish import package_catalog as catalog_of
+from router.ops.publish import MemoryJournal, PublishTarget, publish
+from router.ops.publish_report import PublishReport
+from router.ops.publish_rows import catalog_rows
+from router.ops.publish_rows import package_catalog as catalog_of
 from router.package.reader import load_package
 from router.package.version.manifest import MANIFEST_NAME, Manifest
 from router.pipeline import run_query

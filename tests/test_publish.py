@@ -14,18 +14,8 @@ from router.adapters.local.state import LocalState, SqliteRelationalStore
 from router.compile.build import BuildResult, build_knowledge
 from router.contract import QueryRequest
 from router.errors import IntegrityError, NoActiveVersionError, PackageFormatError, RouterError
-from router.ops.publish import (
-    ACTIVATE_STEP,
-    ROWS_STEP,
-    VERIFY_STEP,
-    PublishError,
-    PublishTarget,
-    blob_step,
-    plan_steps,
-    publish,
-    publish_package,
-    read_package,
-)
+from router.ops.publish import PublishError, PublishTarget, publish, publish_package, read_package
+from router.ops.publish_plan import ACTIVATE_STEP, ROWS_STEP, VERIFY_STEP, blob_step, plan_steps
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, BlobStore
 from router.service import KnowledgeService, package_key
 from tests.common import MIGRATIONS, write_doc

@@ -22,14 +22,8 @@ from kr.packages import full_loader
 from router.adapters.local.state import LocalState
 from router.errors import NoActiveVersionError, NoPreviousVersionError
 from router.ops.activation import activate
-from router.ops.publish import (
-    PublishReport,
-    PublishTarget,
-    StepCallback,
-    publish,
-    publish_direct,
-    read_package,
-)
+from router.ops.publish import PublishTarget, StepCallback, publish, publish_direct, read_package
+from router.ops.publish_report import PublishReport
 from router.ports import (
     ACTIVE_VERSION_KEY,
     PREVIOUS_VERSION_KEY,

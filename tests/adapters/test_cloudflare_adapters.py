@@ -63,7 +63,8 @@ from router.errors import (
     PackageFormatError,
 )
 from router.ops.activation import activate
-from router.ops.publish import catalog_rows, package_catalog, publish_package
+from router.ops.publish import publish_package
+from router.ops.publish_rows import catalog_rows, package_catalog
 from router.ops.query_log import QueryRecorder, logged_query, request_key
 from router.ops.warming import warm_cache
 from router.package.reader import load_package

@@ -49,19 +49,10 @@ from router.adapters.wrangler_cli import render_statement, sql_literal
 from router.compile.build import BuildResult, build_knowledge, write_package
 from router.compile.indexer import CompiledPackage
 from router.errors import ConfigError, IntegrityError, InvalidRequestError
-from router.ops.publish import (
-    ACTIVATE_STEP,
-    ROWS_STEP,
-    VERIFY_STEP,
-    MemoryJournal,
-    PublishError,
-    PublishReport,
-    PublishTarget,
-    blob_step,
-    catalog_rows,
-    package_catalog,
-    publish,
-)
+from router.ops.publish import MemoryJournal, PublishError, PublishTarget, publish
+from router.ops.publish_plan import ACTIVATE_STEP, ROWS_STEP, VERIFY_STEP, blob_step
+from router.ops.publish_report import PublishReport
+from router.ops.publish_rows import catalog_rows, package_catalog
 from router.package.reader import load_package
 from router.package.version.manifest import Manifest
 from router.ports import ACTIVE_VERSION_KEY, PREVIOUS_VERSION_KEY, VectorRecord

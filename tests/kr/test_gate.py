@@ -210,7 +210,8 @@ def test_publish_gates_against_the_targets_active_version(
     from kr.activation import ActivationLog, gated_publish
     from kr.gate.runs import GateSettings
     from router.errors import QualityGateError
-    from router.ops.publish import ACTIVATE_STEP, MemoryJournal, PublishTarget
+    from router.ops.publish import MemoryJournal, PublishTarget
+    from router.ops.publish_plan import ACTIVATE_STEP
 
     before = _active(state)
     target = PublishTarget(name="target", blobs=state.blobs, kv=state.kv)

@@ -14,13 +14,8 @@ from router.adapters.local.journal import FileJournal
 from router.adapters.local.state import LocalState
 from router.contract import QueryRequest
 from router.errors import IntegrityError, RouterError
-from router.ops.publish import (
-    PublishError,
-    PublishTarget,
-    blob_step,
-    publish,
-    publish_direct,
-)
+from router.ops.publish import PublishError, PublishTarget, publish, publish_direct
+from router.ops.publish_plan import blob_step
 from router.package.version.content_names import is_lazy
 from router.package.version.fetch import fetch_package_files
 from router.package.version.layout import OBJECTS_PREFIX, legacy_key, package_key

@@ -23,7 +23,9 @@ from kr.local import local_state
 from kr.packages import package_folder_files, require_stored_version, stored_package_files
 from router.adapters.local.state import default_state_dir
 from router.errors import ConfigError, NoActiveVersionError
-from router.ops.publish import ACTIVATE_STEP, PublishReport, PublishTarget
+from router.ops.publish import PublishTarget
+from router.ops.publish_plan import ACTIVATE_STEP
+from router.ops.publish_report import PublishReport
 from router.package.version.fetch import is_version_id
 from router.package.version.manifest import MANIFEST_NAME, Manifest
 from router.ports import ACTIVE_VERSION_KEY, PublishJournal
