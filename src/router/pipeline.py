@@ -22,9 +22,10 @@ from router.errors import RouterError
 from router.metrics import Metrics
 from router.package.reader import KnowledgePackage
 from router.package.stores.cost import ReadCost
+from router.package.view import PackageView
 from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
-from router.results import Fused, IndexReads
+from router.results import Fused, IndexReads, LatencyTier
 from router.stages.answer import choose_answer, pick_fact
 from router.stages.cache import CacheLookup, QueryCache, look_up, probe
 from router.stages.confidence import assess, unreadable, with_vector_evidence
@@ -118,20 +119,7 @@ async def run_cascade(
     config = tier_config(config or RouterConfig(), tier)
     services = services or CascadeServices()
     trace = Trace(clock, clock(), config.budget.max_latency_ms)
-    resolution = resolve_references(request.query, request.context)
-    if resolution.rule is not None:
-        trace.stage("references", rule=resolution.rule, resolved=resolution.text)
-    query = normalize_query(resolution.text)
-    trace.stage("normalize", text=query.text)
-    classes = view.derive("question_frame", lambda v: ClosedClasses.of(v.analyzer))
-    features = analyze_query(query, view.analyzer, classes, config.budget.max_query_words)
-    analyzed: dict[str, object] = {"terms": features.terms, "intent": features.intent}
-    if features.truncated:  # words past max_query_words, or too long to be words
-        analyzed.update(truncated=True, words=len(features.words))
-    trace.stage("analyze", **analyzed)
-    state = QueryState(
-        view, request, config, trace, query, features, query_day(request, today), tier=tier
-    )
+    state = _understood(view, request, config, tier, trace, today)
 
     cache_key = None
     if services.cache is None:
@@ -145,7 +133,7 @@ async def run_cascade(
     state.visible_masks = visibility_masks(view, state.visibility)
     exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
-    state.lexical = await lexical_search(state, features.terms, term_reads)
+    state.lexical = await lexical_search(state, state.features.terms, term_reads)
     if state.exact:
         trace.skip("corrective", "exact hit")
     elif not config.corrective_expansion:
@@ -184,6 +172,34 @@ async def run_cascade(
     if services.cache is not None and cache_key is not None:
         await services.cache.put(cache_key, response.model_dump(mode="json"), services.defer)
     return response
+
+
+def _understood(
+    view: PackageView,
+    request: QueryRequest,
+    config: RouterConfig,
+    tier: LatencyTier,
+    trace: Trace,
+    today: str | None,
+) -> QueryState:
+    """The request understood before any index is read: its references resolved, its text
+    normalized and analyzed with the view's analyzer (each step traced) — the state every stage
+    after it reads and the pipeline fills. Apart from ``run_cascade`` because it reads nothing:
+    what follows is the cascade's reads and its fall-through."""
+    resolution = resolve_references(request.query, request.context)
+    if resolution.rule is not None:
+        trace.stage("references", rule=resolution.rule, resolved=resolution.text)
+    query = normalize_query(resolution.text)
+    trace.stage("normalize", text=query.text)
+    classes = view.derive("question_frame", lambda v: ClosedClasses.of(v.analyzer))
+    features = analyze_query(query, view.analyzer, classes, config.budget.max_query_words)
+    analyzed: dict[str, object] = {"terms": features.terms, "intent": features.intent}
+    if features.truncated:  # words past max_query_words, or too long to be words
+        analyzed.update(truncated=True, words=len(features.words))
+    trace.stage("analyze", **analyzed)
+    return QueryState(
+        view, request, config, trace, query, features, query_day(request, today), tier=tier
+    )
 
 
 async def _first_reads(state: QueryState) -> tuple[ReadCost | RouterError, ReadCost]:
