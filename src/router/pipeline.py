@@ -158,7 +158,7 @@ async def run_cascade(
     state.graph = await graph_neighbours(state) if _budget_left(trace, "graph") else []
     state.assessment = assess(state)
     state.vector = await _vector_stage(state, services)
-    state.assessment = verdict = with_vector_evidence(state.assessment, state.vector, config)
+    state.assessment = verdict = with_vector_evidence(state)
 
     fused = [] if verdict.abstain else fuse_candidates(state)
     k = min(
