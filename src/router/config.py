@@ -83,6 +83,8 @@ DEFAULT_GRAPH_MAX_NODES = 10
 # lifts is relevant (bench/README.md, "Vector evidence").
 DEFAULT_VECTOR_TOP_K = 50
 DEFAULT_VECTOR_RESCUE_PROBABILITY = 0.7
+# Below it, a match still counts as evidence the agent gets (declined, LOW, PRD §22) from 0.3.
+DEFAULT_VECTOR_EVIDENCE_PROBABILITY = 0.3
 # Fusion (PRD §18): reciprocal rank fusion constant, per-source weights (tuned on the golden set:
 # a source at weight 0 — keyword by default, graph always — annotates and appends, never votes).
 DEFAULT_RRF_K = 60
@@ -214,6 +216,7 @@ class RouterConfig:
     graph_depth: int = DEFAULT_GRAPH_DEPTH
     vector_top_k: int = DEFAULT_VECTOR_TOP_K
     vector_rescue_probability: float = DEFAULT_VECTOR_RESCUE_PROBABILITY
+    vector_evidence_probability: float = DEFAULT_VECTOR_EVIDENCE_PROBABILITY
     vector_evidence_models: Mapping[str, VectorEvidenceModel] = field(
         default_factory=lambda: VECTOR_EVIDENCE_MODELS
     )  # by embedding model id; a model not listed gets router.calibration.CONSERVATIVE_EVIDENCE

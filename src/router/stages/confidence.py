@@ -167,25 +167,44 @@ def _needs_missing_context(state: QueryState) -> bool:
 
 
 def with_vector_evidence(state: QueryState) -> Assessment:
-    """The confidence verdict once the vector stage ran: a lexical abstention is lifted when
-    P(the best vector match is relevant) — the package's embedding model's fitted
-    ``VectorEvidenceModel`` over the match's margin above the question's background similarity,
-    its lead over the second match and the lexical result's agreement — reaches
-    ``vector_rescue_probability``; the answer is then LOW, at least at ``abstain_below``."""
+    """The confidence verdict once the vector stage ran, and which outcome it serves.
+
+    A lexical abstention is lifted when P(the best vector match is relevant) — the package's
+    embedding model's fitted ``VectorEvidenceModel`` over the match's margin above the
+    question's background similarity, its lead over the second match and the lexical result's
+    agreement — reaches ``vector_rescue_probability``; the answer is then LOW, at least at
+    ``abstain_below``. An abstention that stands keeps its candidates as evidence (LOW,
+    declined) when the lexical result matched some of the question or that probability reaches
+    ``vector_evidence_probability``; otherwise it returns nothing (NONE)."""
     assessment, vector, config = state.verdict(), state.vector, state.config
-    if not assessment.abstain or not vector or assessment.clarify:
+    if not assessment.abstain or assessment.clarify:
         return assessment
-    model = evidence_model_for(state.package.embedding_model, config.vector_evidence_models)
+    probability = _vector_probability(state) if vector else 0.0
+    if probability >= config.vector_rescue_probability:
+        return replace(
+            assessment,
+            level="LOW",
+            value=max(assessment.value, config.abstain_below),
+            abstain=False,
+        )
+    lexical = state.lexical_result()
+    matched = bool(lexical.bm25) and lexical.confidence.coverage > 0
+    evidence = matched or probability >= config.vector_evidence_probability
+    return replace(assessment, evidence=evidence)
+
+
+def _vector_probability(state: QueryState) -> float:
+    """P(the best vector match is relevant), traced as ``vector_evidence``."""
+    model = evidence_model_for(state.package.embedding_model, state.config.vector_evidence_models)
+    vector = state.vector
     probability = model.probability([score for _, score in vector], _agrees(state, vector[0][0]))
-    lifted = probability >= config.vector_rescue_probability
     state.trace.stage(
-        "vector_evidence", probability=round(probability, 3), lifted=lifted, model=model.fitted_on
+        "vector_evidence",
+        probability=round(probability, 3),
+        lifted=probability >= state.config.vector_rescue_probability,
+        model=model.fitted_on,
     )
-    if not lifted:
-        return assessment
-    return replace(
-        assessment, level="LOW", value=max(assessment.value, config.abstain_below), abstain=False
-    )
+    return probability
 
 
 def _agrees(state: QueryState, section: int) -> bool:
@@ -197,4 +216,4 @@ def _agrees(state: QueryState, section: int) -> bool:
 
 def unreadable(assessment: Assessment) -> Assessment:
     """The cascade abstains when the records of its results could not be read."""
-    return replace(assessment, abstain=True, reason=UNREADABLE_REASON)
+    return replace(assessment, abstain=True, evidence=False, reason=UNREADABLE_REASON)
