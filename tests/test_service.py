@@ -4,11 +4,17 @@ isolate reads a tenant's partition on the tenant's first question."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import pytest
 
+from router.adapters.local.state import LocalState
+from router.adapters.local.vector_index import LocalVectorIndex
+from router.compile.build import build_knowledge
 from router.contract import QueryRequest, QueryResponse
 from router.errors import ConfigError, PackageFormatError
+from router.ops.publish import publish_package
 from router.package.reader import KnowledgePackage
 from router.package.stores.budget import ReaderBudget
 from router.package.version.manifest import Manifest
@@ -16,7 +22,8 @@ from router.package.version.partitions import SHARED_PARTITION, partition_key
 from router.pipeline import run_query
 from router.ports import BlobStore
 from router.service import KnowledgeService
-from tests.common import ALFA, BETA, TODAY, CountedStore
+from router.vectors.hash_embedder import HashEmbedder
+from tests.common import ALFA, BETA, KNOWLEDGE, TODAY, CountedStore, write_doc
 
 
 def test_a_failing_vector_stage_serves_the_package_lexical_only(service: KnowledgeService) -> None:
@@ -115,3 +122,40 @@ def test_an_isolate_holds_its_budget_of_tenant_partitions_and_reads_a_dropped_on
         assert sum(p is not None for p in loaded.loaded[1:]) == 1  # one tenant partition held
     reads = [key.rsplit("/", 1)[-1] for key in blobs.reads if key.endswith(".partition.bin")]
     assert reads.count(alfa) == 2 and reads.count(beta) == 1  # alfa read again after beta
+
+
+def _anonymous_load(folder: Path, state_dir: Path) -> dict[str, object]:
+    """The ``package_load`` an anonymous caller's first question shows, the whole package read
+    (an isolate that fills an in-process vector index reads every partition)."""
+    built = build_knowledge(folder, encoder=HashEmbedder())
+    local = LocalState(state_dir)
+    asyncio.run(publish_package(built.package.files(), local.blobs, local.kv, local.relational))
+    dimensions = int(built.package.manifest.embedding["dimensions"])
+    served = KnowledgeService(
+        kv=local.kv,
+        blobs=local.blobs,
+        embedder=HashEmbedder(),
+        vector_index=LocalVectorIndex(dimensions),
+        load_vectors_on_activation=True,
+    )
+    response = asyncio.run(served.query(QueryRequest(query="O que é APR?"), today=TODAY))
+    load = dict(response.trace["package_load"])
+    load.pop("ms")
+    return load
+
+
+def test_an_anonymous_trace_tells_nothing_of_other_tenants(tmp_path: Path) -> None:
+    """Another tenant's private document (a new partition) leaves the anonymous caller's
+    ``package_load`` as it was: its own view's partitions and bytes, not the version's."""
+    alone = _anonymous_load(KNOWLEDGE, tmp_path / "alone")
+    folder = tmp_path / "knowledge"
+    shutil.copytree(KNOWLEDGE, folder)
+    write_doc(
+        folder,
+        "tenants/gamma/segredo.md",
+        "---\nsemanticId: gamma.segredo\ntitle: Segredo da Gama\ntenant: gamma\n---\n\n"
+        "# Segredo da Gama\n\nProcedimento interno e confidencial da empresa Gama.\n",
+    )
+    with_gamma = _anonymous_load(folder, tmp_path / "gamma")
+    assert alone == with_gamma == {"partitions": 1, "bytes": alone["bytes"]}
+    assert isinstance(alone["bytes"], int) and alone["bytes"] > 0

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kr.fact_values import FactValues, states_one_of
 from kr.golden import GOLDEN_NAME, GoldenQuery
 from kr.outcomes import PATHS, QueryOutcome, failure_row, query_outcome, ranked_keys
 from router.config import DEFAULT_MAX_LATENCY_MS
@@ -86,6 +87,8 @@ class EvalReport:
         keys = ["n", "hit@1", "hit@3", "mrr", "ndcg@10"]
         keys += [k for k in self.overall if k.startswith("recall@")]
         keys += ["abstention_acc", "intent_acc", "forbidden_leaks"]
+        if self.overall.get("fact_value_acc") is not None:
+            keys.append("fact_value_acc")
         columns = [(k, max(len(k), 5) + 2) for k in keys]
         rows = [f"{'category':<14}" + "".join(f"{k:>{w}}" for k, w in columns)]
         for name, metrics in [*sorted(self.per_category.items()), ("ALL", self.overall)]:
@@ -121,13 +124,17 @@ async def evaluate(
     rank_answer: Answerer | None = None,
     progress: Progress | None = None,
     info: Mapping[str, Any] | None = None,
+    fact_values: FactValues | None = None,
+    today: str = "",
 ) -> EvalReport:
     """Ask every query, then compute the metrics.
 
     ``rank_answer`` (BEIR collections): when ``answer`` abstains on a query that expects ids,
     its ranking is taken from ``rank_answer`` (the same cascade with abstention off), so the
     ranking metrics measure ranking, comparable with published figures, while the abstention
-    figures still describe what ``answer`` served.
+    figures still describe what ``answer`` served. ``fact_values`` (golden sets) gives what a
+    fact question's answer must state (``kr.fact_values``; ``today``: the day of the questions
+    without a date): its share is ``fact_value_acc``.
     """
     settings = settings or EvalSettings()
     drafts: list[tuple[GoldenQuery, QueryResponse, list[str]]] = []
@@ -141,7 +148,13 @@ async def evaluate(
             progress(1)
     scores = _ranx_scores(drafts, settings)
     outcomes = [
-        query_outcome(golden, response, ranked, scores.get(golden.id, {}))
+        query_outcome(
+            golden,
+            response,
+            ranked,
+            scores.get(golden.id, {}),
+            fact_ok=_fact_ok(golden, response, fact_values, today),
+        )
         for golden, response, ranked in drafts
     ]
     categories: dict[str, list[QueryOutcome]] = defaultdict(list)
@@ -160,6 +173,16 @@ async def evaluate(
         info=dict(info or {}),
         failures_listed=settings.failures_listed,
     )
+
+
+def _fact_ok(
+    golden: GoldenQuery, response: QueryResponse, values: FactValues | None, today: str
+) -> bool | None:
+    """Whether a fact question's answer states its fact's value (None: not a fact question)."""
+    wanted = None if values is None else values(golden, today)
+    if wanted is None:
+        return None
+    return not response.abstained and states_one_of(response.answer or "", wanted)
 
 
 def _ranx_scores(
@@ -219,6 +242,7 @@ def _summarize(outcomes: Sequence[QueryOutcome], metric_names: Sequence[str]) ->
     out["abstention_rate"] = _ratio(did, len(outcomes))
     out["intent_acc"] = _mean([float(o.intent_ok) for o in outcomes if o.intent_ok is not None])
     out["forbidden_leaks"] = sum(o.leaks for o in outcomes)
+    out["fact_value_acc"] = _mean([float(o.fact_ok) for o in outcomes if o.fact_ok is not None])
     return out
 
 

@@ -56,6 +56,7 @@ class QueryOutcome:
     vector_ran: bool = False  # the vector fallback ran (whatever the query's path)
     scores: Mapping[str, float] = field(default_factory=dict)  # per-query ranx values
     context: Mapping[str, str] = field(default_factory=dict)  # CONTEXT_FIELDS that were set
+    fact_ok: bool | None = None  # a fact question's answer stated its value (None: not one)
 
     @property
     def judged(self) -> bool:
@@ -73,6 +74,7 @@ class QueryOutcome:
             "rank": self.rank,
             "ranked": list(self.ranked[:RANKED_IN_JSON]),
             "intent_ok": self.intent_ok,
+            "fact_ok": self.fact_ok,
             "leaks": self.leaks,
             "path": self.path,
             "vector_ran": self.vector_ran,
@@ -86,7 +88,11 @@ class QueryOutcome:
 
 
 def query_outcome(
-    golden: GoldenQuery, response: QueryResponse, ranked: list[str], scores: Mapping[str, float]
+    golden: GoldenQuery,
+    response: QueryResponse,
+    ranked: list[str],
+    scores: Mapping[str, float],
+    fact_ok: bool | None = None,
 ) -> QueryOutcome:
     expected = set(golden.expected)
     rank = next((i for i, key in enumerate(ranked, start=1) if key in expected), None)
@@ -111,6 +117,7 @@ def query_outcome(
         and not leaks
         and intent_ok is not False
         and (not golden.expected or golden.abstain or rank == 1)
+        and fact_ok is not False
     )
     return QueryOutcome(
         id=golden.id,
@@ -132,6 +139,7 @@ def query_outcome(
         vector_ran=not cached and response.metadata.fallback_triggered,
         scores=dict(scores),
         context=request_context(golden),
+        fact_ok=fact_ok,
     )
 
 

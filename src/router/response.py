@@ -28,7 +28,10 @@ from router.stages.normalizer import normalize_query
 from router.state import QueryState
 from router.trace import Trace
 
-__all__ = ["build_response", "from_cache", "record_metrics"]
+__all__ = ["LOW_EVIDENCE_FLAG", "build_response", "from_cache", "record_metrics"]
+
+LOW_EVIDENCE_FLAG = "low_evidence"
+"""On every result of a declined question: evidence for the agent, not an answer (PRD §22)."""
 
 
 def build_response(
@@ -62,7 +65,7 @@ def build_response(
         sources_used=["docs"],
         analysis=_analysis(state.features, answer.strategy, confidence, state.tier),
         knowledge_version=package.version,
-        results=[_result(package, f) for f in shown],
+        results=[_result(package, f, low=verdict.abstain) for f in shown],
         metadata=ResponseMetadata(
             latency_ms=trace.elapsed_ms(),
             fallback_triggered=trace.ran("vector"),
@@ -142,7 +145,8 @@ def _or_none(read: Callable[[int], str]) -> Callable[[int], str | None]:
     return resolved
 
 
-def _result(package: PackageView, candidate: Fused) -> RetrievalResult:
+def _result(package: PackageView, candidate: Fused, *, low: bool) -> RetrievalResult:
+    """One result; ``low``: evidence of a declined question (flagged ``low_evidence``)."""
     section = package.sections[candidate.section]
     doc = package.documents[package.section_doc[candidate.section]]
     return RetrievalResult(
@@ -152,7 +156,7 @@ def _result(package: PackageView, candidate: Fused) -> RetrievalResult:
         heading=shown_heading(doc, section),
         final_score=round(candidate.final, 6),
         scores=dict(candidate.scores),
-        flags=list(section.flags),
+        flags=[*section.flags, LOW_EVIDENCE_FLAG] if low else list(section.flags),
         trust=doc.trust,
         version=doc.version,
         tenant=doc.tenant,

@@ -31,6 +31,7 @@ __all__ = [
     "LexicalConfidence",
     "Mask",
     "NormalizedQuery",
+    "Outcome",
     "QueryFeatures",
     "Ranked",
     "Visibility",
@@ -48,6 +49,9 @@ LatencyTier = Literal["fast", "normal", "quality"]
 
 AnswerType = Literal["person", "number", "any"]
 """What a direct answer must be (``stages.query_analyzer``)."""
+
+Outcome = Literal["answer", "evidence", "nothing"]
+"""What a query serves: an answer, only evidence, or nothing (``Assessment.outcome``)."""
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -89,10 +93,13 @@ class LexicalConfidence:
 
 @dataclass(frozen=True)
 class Assessment:
-    """How sure the cascade is of its candidates, and whether it must abstain.
+    """How sure the cascade is of its candidates, and which of three outcomes it serves.
 
     ``abstain`` starts as the lexical verdict (no BM25 result, or too weak, or too little of the
-    question covered); a close enough vector match can still rescue it (``with_vector_evidence``).
+    question covered); a vector match the embedding model's evidence model trusts can still
+    lift it (``with_vector_evidence``). An abstention with ``evidence`` withholds the answer
+    but returns what it found for the agent (LOW, results flagged ``low_evidence``, PRD §22); one
+    without returns nothing (NONE: nothing passed the evidence bar, seed 003).
     """
 
     value: float
@@ -100,6 +107,7 @@ class Assessment:
     abstain: bool
     reason: str | None = None  # why it abstains, when the terms' coverage is not the cause
     clarify: bool = False  # abstains to ask for the UI context the question needs
+    evidence: bool = False  # abstains, but returns its candidates as evidence (LOW)
 
     @property
     def reported_value(self) -> float:
@@ -107,7 +115,17 @@ class Assessment:
 
     @property
     def reported_level(self) -> ConfidenceLevel:
-        return "NONE" if self.abstain else self.level
+        if not self.abstain:
+            return self.level
+        return "LOW" if self.evidence else "NONE"
+
+    @property
+    def outcome(self) -> Outcome:
+        """answer (HIGH/MEDIUM/LOW answered), evidence (declined, candidates returned), or
+        nothing (declined, nothing returned)."""
+        if not self.abstain:
+            return "answer"
+        return "evidence" if self.evidence else "nothing"
 
 
 @dataclass(frozen=True)

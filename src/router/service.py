@@ -22,6 +22,7 @@ from router.contract import QueryRequest, QueryResponse
 from router.deferral import Defer, run_or_defer
 from router.errors import BindingError, NoActiveVersionError, PackageFormatError, RouterError
 from router.metrics import Metrics
+from router.package.format.bundle import BUNDLE_NAME
 from router.package.reader import KnowledgePackage, load_package
 from router.package.stores.shards import ChunkIntoFetcher
 from router.package.version.content_names import is_lazy
@@ -33,7 +34,7 @@ from router.package.version.fetch import (
 )
 from router.package.version.layout import file_key, legacy_key, package_key
 from router.package.version.manifest import MANIFEST_NAME, Manifest, check_version_id
-from router.package.version.partitions import SHARED_PARTITION, delta_key
+from router.package.version.partitions import SHARED_PARTITION, delta_key, partition_file
 from router.pipeline import CascadeServices, cached_before_loading, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
@@ -60,6 +61,7 @@ __all__ = [
     "VectorStageFactory",
     "package_getter",
     "package_key",
+    "view_load",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,6 +121,18 @@ def _into_getter(blobs: BlobStore, version: str, where: str) -> ChunkIntoFetcher
 
 SHARED_PARTITIONS = frozenset({SHARED_PARTITION, delta_key(SHARED_PARTITION)})
 """Read when a version loads: every caller's view holds them (a tenant's on its first query)."""
+
+
+def view_load(package: KnowledgePackage, tenant: str | None) -> dict[str, int]:
+    """What a load shows its caller: the partitions of the caller's own view and their resident
+    bytes (the manifest's sizes of their bundles). Never the whole version's: its partition
+    count and bytes would tell an anonymous caller that tenants exist and how much they hold
+    (a private document of another tenant changed them)."""
+    parts = package.view(tenant).parts
+    artifacts = package.manifest.artifacts
+    bundles = [partition_file(part.partition.key, BUNDLE_NAME) for part in parts]
+    size = sum(int(artifacts.get(name, {}).get("bytes", 0)) for name in bundles)
+    return {"partitions": len(parts), "bytes": size}
 
 
 def _shared_indices(manifest: Manifest) -> list[int]:
@@ -336,8 +350,7 @@ class KnowledgeService:
         if current is not package or package.byte_size != held:  # this request paid a load
             response.trace["package_load"] = {  # (added after caching: a copy never claims it)
                 "ms": round(loaded_ms, 3),
-                "bytes": package.byte_size - (held if current is package else 0),
-                "partitions": sum(p is not None for p in package.loaded),
+                **view_load(package, request.tenant),
             }
         if record and self.recorder is not None:
             await run_or_defer(self.recorder.record(request), defer, "query log")

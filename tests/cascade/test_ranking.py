@@ -54,11 +54,13 @@ def test_adaptive_top_k_follows_the_confidence_level(
 def test_a_low_answer_abstains_after_the_corrective_step_with_its_reason(
     package: KnowledgePackage,
 ) -> None:
-    """Seed 001 §8.6: LOW → expand once → still LOW → decline, never the least bad passage."""
+    """Seed 001 §8.6: LOW → expand once → still LOW → decline, never the least bad passage as
+    an answer: what it found comes back only as evidence, flagged (docs/adr/0022)."""
     config = RouterConfig(**LOW_AT_0_6, abstain_below=0.6)
     response = cascade(package, LOW_MANY, config=config)
     assert ran(response, "corrective")  # the one retry was tried first
-    assert response.abstained and response.results == [] and response.citations == []
+    assert response.abstained and response.citations == [] and response.confidence_level == "LOW"
+    assert response.results and all("low_evidence" in r.flags for r in response.results)
     assert response.strategy_used == "safe_decline"
     assert response.abstention_reason and "probably not relevant" in response.abstention_reason
     assert not cascade(package, LOW_MANY).abstained  # P ≈ 0.48 is MEDIUM by default

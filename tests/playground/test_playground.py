@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, Route, expect
@@ -99,6 +100,28 @@ def test_a_question_shows_its_first_result_scores_and_stage_bars(
     expect(page.locator("#io")).to_contain_text(f"{trips} round trips")
     if "package_load" in expected["trace"]:  # the first question of a package version
         expect(page.locator("#io")).to_contain_text("package loaded")
+
+
+@pytest.mark.parametrize(
+    ("question", "outcome"),
+    [
+        (APR, "answered"),
+        ("treinamento de emergência para visitantes estrangeiros", "declined: evidence only"),
+        ("xyzzy plugh frobnicate", "declined: nothing found"),
+    ],
+)
+def test_the_three_outcomes_show_apart(
+    server: Server, page: Page, question: str, outcome: str
+) -> None:
+    page.goto(f"{server.url}/")
+    with page.expect_response("**/v1/query") as answered:
+        ask(page, question)
+    got = answered.value.json()
+    expect(page.locator("#outcome")).to_have_text(outcome)
+    if outcome != "answered":
+        assert got["abstained"]
+        assert got["confidence_level"] == ("LOW" if got["results"] else "NONE")
+        assert all("low_evidence" in r["flags"] for r in got["results"])
 
 
 def test_a_tenants_key_sees_its_document_and_another_tenants_key_does_not(

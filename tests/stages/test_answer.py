@@ -21,6 +21,7 @@ from router.stages.answer import (
     extractive_answer,
     format_value,
     pick_fact,
+    specificity,
     supporting_sentence,
 )
 from router.stages.confidence import assess, unreadable
@@ -232,3 +233,35 @@ def test_a_section_with_an_injected_heading_is_never_quoted(package: KnowledgePa
     assert "8 horas" not in text and "30 dias" in text
     assert text.startswith("Segundo “Documento A”, seção “Prazo”: ")
     assert extractive_answer(analyzer, ["prazo"], ranked[:1], 3) == ("", [])
+
+
+def test_the_quoted_sentence_holds_the_questions_specific_term_not_its_common_words(
+    package: KnowledgePackage,
+) -> None:
+    """Counting shared words, the sentence with two common ones ("prazo", "empresa") beat the
+    one with the question's rare concept; weighted by specificity, the rare one is quoted."""
+    analyzer = package.view(None).analyzer
+    section = _section("a.rules", "Regras")
+    doc = Document("a", "Documento A", "a.md", sections=[section])
+    text = (
+        "O prazo de comunicação da empresa é de dois dias. "
+        "O estagiário só pode subir em andaime após o treinamento."
+    )
+    question = analyzer.terms("qual o prazo da empresa para o estagiário?")
+    by_count, _ = extractive_answer(analyzer, question, [(doc, section, text, 1.0)], 1)
+    assert "dois dias" in by_count
+    weights = {term: (5.0 if term.startswith("estagi") else 0.5) for term in question}
+    by_weight, passages = extractive_answer(analyzer, weights, [(doc, section, text, 1.0)], 1)
+    assert "estagiário" in by_weight and "dois dias" not in by_weight
+    assert passages[0].text.startswith("O estagiário")
+
+
+def test_specificity_weighs_a_rare_term_above_a_common_one(package: KnowledgePackage) -> None:
+    view = package.view(None)
+    state = searched_state(package, "andaime fachadeiro trabalho")
+    weights = specificity(state.package, state.features.terms)
+    rare, common = state.features.terms[1], state.features.terms[2]
+    assert view.analyzer.terms("fachadeiro") == [rare] and view.analyzer.terms("trabalho") == [
+        common
+    ]
+    assert weights[rare] > weights[common] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from router.calibration import VectorEvidenceModel
 from router.config import RouterConfig
 from router.package.reader import KnowledgePackage
 from router.results import Assessment
@@ -18,6 +19,7 @@ from router.stages.confidence import (
     unreadable,
     with_vector_evidence,
 )
+from router.state import QueryState
 from tests.stages.state import query_state, searched_state
 
 COVERED = "inventário de riscos"  # every term in the best section, a clear winner
@@ -116,36 +118,90 @@ def test_a_repeated_word_counts_once_in_the_coverage(package: KnowledgePackage) 
 # --- vector evidence and unreadable records ------------------------------------------------------
 
 
-def test_a_close_vector_match_lifts_an_abstention_to_low(package: KnowledgePackage) -> None:
-    state = searched_state(package, OUT_OF_SCOPE)
-    config = state.config
-    refused = assess(state)
-    close = [(7, config.vector_min_similarity), (9, 0.5)]
-    lifted = with_vector_evidence(refused, close, config)
-    assert lifted == Assessment(config.abstain_below, "LOW", abstain=False)
-    assert lifted.reported_level == "LOW"
+def _with_vector(
+    package: KnowledgePackage, query: str, vector: list[tuple[int, float]], config: RouterConfig
+) -> QueryState:
+    """``query`` searched and assessed, with ``vector`` as the vector stage's matches."""
+    state = searched_state(package, query, config=config)
+    state.assessment = assess(state)
+    state.vector = vector
+    return state
 
 
-@pytest.mark.parametrize("vector", [[], [(7, 0.85)], [(7, -1.0)]])
-def test_a_far_or_missing_vector_match_keeps_the_abstention(
-    vector: list[tuple[int, float]],
+TRUSTING = VectorEvidenceModel(bias=-3.0, weights=(1.0, 1.0, 1.0), fitted_on="test")
+"""A model that trusts a match standing 0.1 above its background (two units of 0.05)."""
+
+
+def _standing_out(top: int, cosine: float, others: range) -> list[tuple[int, float]]:
+    """A best match at ``cosine``, then twenty matches at 0.5 (the question's background)."""
+    return [(top, cosine), *[(s, 0.5) for s in others][:20]]
+
+
+def test_a_match_the_model_trusts_lifts_an_abstention_to_low(
+    vpackage: KnowledgePackage,
 ) -> None:
-    refused = Assessment(0.1, "LOW", abstain=True)
-    assert with_vector_evidence(refused, vector, RouterConfig()) is refused
+    config = RouterConfig(vector_evidence_models={vpackage.manifest.embedding["model"]: TRUSTING})
+    state = _with_vector(vpackage, OUT_OF_SCOPE, _standing_out(7, 0.95, range(20, 60)), config)
+    assert state.verdict().abstain
+    lifted = with_vector_evidence(state)
+    assert lifted == Assessment(config.abstain_below, "LOW", abstain=False)
+    assert lifted.reported_level == "LOW" and lifted.outcome == "answer"
+    assert state.trace.stages["vector_evidence"]["lifted"] is True
 
 
-def test_vector_evidence_never_changes_an_answer_or_a_request_to_clarify() -> None:
-    close = [(3, 0.99)]
-    served = Assessment(0.4, "MEDIUM", abstain=False)
-    assert with_vector_evidence(served, close, RouterConfig()) is served
+def test_a_match_in_the_background_keeps_the_abstention(vpackage: KnowledgePackage) -> None:
+    """A high cosine alone is no evidence: every match sits at it (e5's 0.82–0.87 band)."""
+    config = RouterConfig(vector_evidence_models={vpackage.manifest.embedding["model"]: TRUSTING})
+    flat = [(s, 0.87) for s in range(7, 40)]
+    state = _with_vector(vpackage, OUT_OF_SCOPE, flat, config)
+    kept = with_vector_evidence(state)
+    assert kept.abstain and kept.outcome in ("evidence", "nothing")
+    assert state.trace.stages["vector_evidence"]["lifted"] is False
+
+
+def test_an_abstention_with_lexical_matches_keeps_them_as_evidence(
+    package: KnowledgePackage,
+) -> None:
+    state = _with_vector(package, HALF_COVERED, [], RouterConfig(min_coverage=0.9))
+    verdict = with_vector_evidence(state)
+    assert verdict.abstain and verdict.evidence
+    assert (verdict.outcome, verdict.reported_level, verdict.reported_value) == (
+        "evidence",
+        "LOW",
+        0.0,
+    )
+
+
+def test_an_abstention_with_nothing_matched_returns_nothing(package: KnowledgePackage) -> None:
+    state = _with_vector(package, "xyzzy plugh frobnicate", [], RouterConfig())
+    assert not state.lexical_result().bm25
+    verdict = with_vector_evidence(state)
+    assert (verdict.outcome, verdict.reported_level) == ("nothing", "NONE")
+
+
+def test_vector_evidence_never_changes_an_answer_or_a_request_to_clarify(
+    vpackage: KnowledgePackage,
+) -> None:
+    config = RouterConfig(vector_evidence_models={vpackage.manifest.embedding["model"]: TRUSTING})
+    state = _with_vector(vpackage, COVERED, _standing_out(3, 0.99, range(20, 60)), config)
+    served = state.verdict()
+    assert not served.abstain and with_vector_evidence(state) is served
     clarify = Assessment(0.0, "LOW", abstain=True, reason=CLARIFY_REASON, clarify=True)
-    assert with_vector_evidence(clarify, close, RouterConfig()) is clarify
+    state.assessment = clarify
+    assert with_vector_evidence(state) is clarify
 
 
-def test_a_lifted_answer_keeps_a_lexical_value_above_the_floor() -> None:
-    config = RouterConfig()
-    weak = Assessment(0.3, "MEDIUM", abstain=True)  # refused by its coverage, not its value
-    assert with_vector_evidence(weak, [(1, 0.9)], config).value == 0.3
+def test_a_lifted_answer_keeps_a_lexical_value_above_the_floor(
+    vpackage: KnowledgePackage,
+) -> None:
+    config = RouterConfig(
+        min_coverage=0.9,  # refused by its coverage, not its value
+        vector_evidence_models={vpackage.manifest.embedding["model"]: TRUSTING},
+    )
+    state = _with_vector(vpackage, HALF_COVERED, _standing_out(1, 0.95, range(20, 60)), config)
+    refused = state.verdict()
+    assert refused.abstain and refused.value > config.abstain_below
+    assert with_vector_evidence(state).value == refused.value
 
 
 def test_unreadable_records_abstain_with_their_reason() -> None:

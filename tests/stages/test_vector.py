@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -10,9 +11,11 @@ import pytest
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.package.reader import KnowledgePackage
 from router.package.view import PackageView
-from router.stages.vector import MAX_EMBED_CHARS, vector_search
+from router.stages.confidence import assess
+from router.stages.vector import MAX_EMBED_CHARS, vector_search, vector_skip_reason
 from router.vectors.hash_embedder import HashEmbedder
 from tests.common import ALFA, BETA, with_all_records
+from tests.stages.state import searched_state
 
 
 def doc_tenant(package: PackageView, section: int) -> str:
@@ -82,3 +85,23 @@ def test_the_embedder_reads_a_bounded_part_of_any_question(
     short = "Qual a validade da APR?"
     asyncio.run(vector_search(view, embedder, vindex, short, None, 5))
     assert embedder.asked[-1] == short  # a real question is embedded whole
+
+
+# --- routing: a lexical abstention reaches the vector stage whatever its level -----------------
+
+
+ROUTED = "onde vejo minhas tarefas em aberto logo que entro?"
+"""A paraphrase whose lexical result is HIGH on too little of the question (coverage 0.25)."""
+
+
+def test_a_lexical_abstention_at_high_reaches_the_vector_stage(
+    vpackage: KnowledgePackage, vindex: LocalVectorIndex
+) -> None:
+    state = searched_state(vpackage, ROUTED)
+    state.assessment = assess(state)
+    assert (state.verdict().level, state.verdict().abstain) == ("HIGH", True)
+    assert vector_skip_reason(state, HashEmbedder(), vindex) is None
+    fast = dataclasses.replace(state, tier="fast")
+    assert (
+        vector_skip_reason(fast, HashEmbedder(), vindex) == "latency tier fast: lexical stages only"
+    )

@@ -23,6 +23,7 @@ from kr.beir_eval import (
     plan_vectors,
 )
 from kr.evaluation import EvalReport, evaluate
+from kr.fact_values import fact_values_of
 from kr.golden import DEFAULT_GOLDEN, GOLDEN_NAME, load_golden
 from kr.local import DEFAULT_EMBEDDER, local_state
 from kr.packages import active_package, read_package_folder
@@ -128,8 +129,12 @@ async def eval_command(request: EvalRequest) -> EvalReport:
     info["reranker"] = reranker.model if reranker is not None else "none"
     answer = package_answerer(package, today=today, reranker=reranker)
     name = GOLDEN_NAME if target.name == DEFAULT_GOLDEN.name else target.stem
+    catalog = await package.read_catalog()
+    facts = fact_values_of(catalog.documents)
     with progress_bar(len(queries), name) as advance:
-        return await evaluate(queries, answer, name=name, info=info, progress=advance)
+        return await evaluate(
+            queries, answer, name=name, info=info, progress=advance, fact_values=facts, today=today
+        )
 
 
 async def _eval_folder(request: EvalRequest) -> EvalReport:

@@ -64,6 +64,8 @@ DEFAULT_TOLERANCES: Mapping[str, Tolerance] = MappingProxyType(
         "abstention_precision": Tolerance(0.05),
         "intent_acc": Tolerance(0.0),
         "forbidden_leaks": Tolerance(0.0, lower_is_better=True),
+        # a fact question's answer stating its value: a direct answer's correctness
+        "fact_value_acc": Tolerance(0.0),
     }
 )
 """Per-metric tolerances; a metric a set does not compute (e.g. recall@100 on the golden set,

@@ -11,13 +11,15 @@ retrieved.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from router.analysis.analyzer import Analyzer
 from router.contract import AgentKnowledgeContext, Citation, Strategy
 from router.knowledge.model import Document, FactValue, Section
+from router.package.view import PackageView
 from router.ports import Generator
 from router.safety.fields import fact_flagged, heading_flagged, title_flagged
 from router.safety.injection import sentence_flags
@@ -41,6 +43,7 @@ __all__ = [
     "format_value",
     "pick_fact",
     "quotable",
+    "specificity",
     "supporting_sentence",
 ]
 
@@ -107,13 +110,16 @@ def supporting_sentence(text: str, value: FactValue) -> str | None:
 
 def extractive_answer(
     analyzer: Analyzer,
-    query_terms: Sequence[str],
+    query_terms: Sequence[str] | Mapping[str, float],
     ranked: Sequence[tuple[Document, Section, str, float]],
     max_sentences: int,
 ) -> tuple[str, list[Passage]]:
-    """Quote the sentences of the best sections (document, section, its text, score) that share
-    most terms with the question."""
-    wanted = set(query_terms)
+    """Quote the sentences of the best sections (document, section, its text, score) that hold
+    the most of the question: its terms weighted by how specific they are (``query_terms`` as
+    term → weight, e.g. their idf in the caller's view; a plain list weighs each term 1)."""
+    wanted = (
+        dict(query_terms) if isinstance(query_terms, Mapping) else dict.fromkeys(query_terms, 1.0)
+    )
     passages: list[Passage] = []
     quoted: list[str] = []
     for doc, section, text, score in ranked:
@@ -134,13 +140,17 @@ def extractive_answer(
     return f"Segundo “{answer_title(lead.doc)}”{heading}: " + " ".join(quoted), passages
 
 
-def _best_sentences(analyzer: Analyzer, wanted: set[str], text: str, limit: int) -> list[str]:
+def _best_sentences(
+    analyzer: Analyzer, wanted: Mapping[str, float], text: str, limit: int
+) -> list[str]:
+    """The ``limit`` sentences holding the most weight of the question's terms (ties: the
+    earlier), in text order; the first sentence when none holds any."""
     sentences = [s for s, withheld in sentence_flags(text) if not withheld]
     if not sentences:
         return []
     scored = []
     for position, sentence in enumerate(sentences):
-        overlap = len(wanted & set(analyzer.terms(sentence)))
+        overlap = sum(wanted.get(term, 0.0) for term in set(analyzer.terms(sentence)))
         scored.append((overlap, -position, sentence))
     scored.sort(reverse=True)
     best = [s for s in scored[:limit] if s[0] > 0] or [(0, 0, sentences[0])]
@@ -269,7 +279,7 @@ def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
         if package.section_doc[c.section] == lead_doc
     ]
     text, passages = extractive_answer(
-        package.analyzer, features.terms, ranked, config.answer_sentences
+        package.analyzer, specificity(package, features.terms), ranked, config.answer_sentences
     )
     citations = [
         Citation(
@@ -281,6 +291,18 @@ def _extractive(state: QueryState, candidates: Sequence[Fused]) -> Answer:
         for p in passages
     ]
     return Answer(text or ABSTAIN_MESSAGE, citations, _extractive_strategy(state))
+
+
+def specificity(package: PackageView, terms: Sequence[str]) -> dict[str, float]:
+    """Each query term's weight in choosing a sentence: its BM25 idf in the caller's view, so
+    the question's specific concept ("estagiário") outweighs its common words ("empresa",
+    "prazo"); a term the view does not know weighs as the rarest would."""
+    total = max(1, package.section_total)
+    weights = {}
+    for term in dict.fromkeys(terms):
+        df = package.document_frequency(term) if package.knows(term) else 0
+        weights[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+    return weights
 
 
 def _extractive_strategy(state: QueryState) -> Strategy:

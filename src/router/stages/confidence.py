@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from router.calibration import evidence_model_for
 from router.config import RouterConfig
 from router.contract import Level
 from router.package.format.postings import Postings
@@ -26,10 +27,10 @@ from router.results import Assessment, LexicalConfidence
 
 if TYPE_CHECKING:
     from router.package.stores.shards import Loaded
-    from router.results import Ranked
     from router.state import QueryState
 
 __all__ = [
+    "AGREEMENT_DEPTH",
     "CLARIFY_REASON",
     "CONTEXT_CONFIDENCE",
     "EXACT_CONFIDENCE",
@@ -49,6 +50,8 @@ CLARIFY_REASON = (
 # An exact id in the question is certain; a target named only by the UI context nearly so.
 EXACT_CONFIDENCE = 1.0
 CONTEXT_CONFIDENCE = 0.9
+AGREEMENT_DEPTH = 3
+"""Lexical results whose documents a vector match may agree with (``with_vector_evidence``)."""
 
 
 def lexical_confidence(
@@ -163,19 +166,54 @@ def _needs_missing_context(state: QueryState) -> bool:
     return state.features.needs_ui_context and not given
 
 
-def with_vector_evidence(
-    assessment: Assessment, vector: Ranked, config: RouterConfig
-) -> Assessment:
-    """A lexical abstention is lifted when the best vector match reaches
-    ``vector_min_similarity``; the answer is then LOW, at least at ``abstain_below``."""
-    rescued = bool(vector) and vector[0][1] >= config.vector_min_similarity
-    if not assessment.abstain or not rescued or assessment.clarify:
+def with_vector_evidence(state: QueryState) -> Assessment:
+    """The confidence verdict once the vector stage ran, and which outcome it serves.
+
+    A lexical abstention is lifted when P(the best vector match is relevant) — the package's
+    embedding model's fitted ``VectorEvidenceModel`` over the match's margin above the
+    question's background similarity, its lead over the second match and the lexical result's
+    agreement — reaches ``vector_rescue_probability``; the answer is then LOW, at least at
+    ``abstain_below``. An abstention that stands keeps its candidates as evidence (LOW,
+    declined) when the lexical result matched some of the question or that probability reaches
+    ``vector_evidence_probability``; otherwise it returns nothing (NONE)."""
+    assessment, vector, config = state.verdict(), state.vector, state.config
+    if not assessment.abstain or assessment.clarify:
         return assessment
-    return replace(
-        assessment, level="LOW", value=max(assessment.value, config.abstain_below), abstain=False
+    probability = _vector_probability(state) if vector else 0.0
+    if probability >= config.vector_rescue_probability:
+        return replace(
+            assessment,
+            level="LOW",
+            value=max(assessment.value, config.abstain_below),
+            abstain=False,
+        )
+    lexical = state.lexical_result()
+    matched = bool(lexical.bm25) and lexical.confidence.coverage > 0
+    evidence = matched or probability >= config.vector_evidence_probability
+    return replace(assessment, evidence=evidence)
+
+
+def _vector_probability(state: QueryState) -> float:
+    """P(the best vector match is relevant), traced as ``vector_evidence``."""
+    model = evidence_model_for(state.package.embedding_model, state.config.vector_evidence_models)
+    vector = state.vector
+    probability = model.probability([score for _, score in vector], _agrees(state, vector[0][0]))
+    state.trace.stage(
+        "vector_evidence",
+        probability=round(probability, 3),
+        lifted=probability >= state.config.vector_rescue_probability,
+        model=model.fitted_on,
     )
+    return probability
+
+
+def _agrees(state: QueryState, section: int) -> bool:
+    """Whether the best vector match is in a document of the lexical result's best three."""
+    lexical = state.lexical_result().bm25[:AGREEMENT_DEPTH]
+    section_doc = state.package.section_doc
+    return section_doc[section] in {section_doc[s] for s, _ in lexical}
 
 
 def unreadable(assessment: Assessment) -> Assessment:
     """The cascade abstains when the records of its results could not be read."""
-    return replace(assessment, abstain=True, reason=UNREADABLE_REASON)
+    return replace(assessment, abstain=True, evidence=False, reason=UNREADABLE_REASON)

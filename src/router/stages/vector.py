@@ -90,7 +90,8 @@ def vector_skip_reason(
     state: QueryState, embedder: Embedder | None, index: VectorIndex | None
 ) -> str | None:
     """Why the vector stage does not run for this query, or None when it runs (decision 2:
-    only after a LOW or MEDIUM lexical result, unless ``always_vector``)."""
+    after a LOW or MEDIUM lexical result, or a lexical abstention whatever its level — too
+    little of the question covered can still be HIGH — unless ``always_vector``)."""
     if embedder is None or index is None:
         return "no embedder or vector index configured"
     if state.package.embedding_model is None:
@@ -105,7 +106,7 @@ def vector_skip_reason(
         return "exact hit"
     if state.verdict().clarify:
         return "the question needs the UI context"
-    if state.verdict().level == "HIGH":
+    if state.verdict().level == "HIGH" and not state.verdict().abstain:
         return "lexical confidence HIGH"
     return None
 

@@ -179,7 +179,7 @@ function renderBadges(r) {
   version.id = "version";
   box.replaceChildren(
     badge(`confidence ${level} ${fmt(r.confidence, 2)}`, level),
-    badge(r.abstained ? "abstained" : "answered", r.abstained ? "NONE" : ""),
+    outcomeBadge(r),
     badge(`strategy ${r.strategy_used}`),
     version,
     badge(`cache ${meta.cache}`),
@@ -187,6 +187,18 @@ function renderBadges(r) {
   );
   if (meta.fallback_triggered) box.append(badge("vector fallback"));
   for (const item of meta.budget_exceeded || []) box.append(badge(`over budget: ${item}`, "flag"));
+}
+
+// The three outcomes (docs/adr/0022): an answer; declined with evidence for the agent (LOW,
+// results flagged low_evidence); declined with nothing found (NONE, no results).
+function outcomeBadge(r) {
+  const item = !r.abstained
+    ? badge("answered", "")
+    : r.results && r.results.length
+      ? badge("declined: evidence only", "LOW")
+      : badge("declined: nothing found", "NONE");
+  item.id = "outcome";
+  return item;
 }
 
 function renderResults(r) {
