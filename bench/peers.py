@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Peers, side by side in one run: ours vs the engines a user would pick instead.
+
+Benchmark, not a test (no test imports it). Why: "use bm25s / tantivy / SQLite FTS5 instead" is
+the first question about a retrieval engine, and D1 — where a Worker would keep its full-text
+index — is SQLite FTS5, whose tokenizers (unicode61, porter, trigram) do not stem Portuguese.
+
+Engines, each on every collection, from the same documents (title + text, one section each):
+
+* ours BM25F: the scorer the cascade's lexical stage calls in CPython (analyzer + BM25F top-k,
+  numpy backend), every posting list in memory; ours cascade (lexical): the whole query path
+  (exact and keyword stages, BM25F, confidence, fusion, records, context package, extractive
+  answer) without vectors; its metrics are ``kr eval``'s (``kr.beir_eval``). No e5 vectors
+  anywhere in this bench.
+* bm25s (lucene, k1 1.5, b 0.75), with its own tokenizer (Snowball stemmer + its stopwords, as
+  the reference figures of ../shared/data/README.md) and with our analyzer's terms (as
+  bench/bm25_throughput.py and tests/comparison feed it).
+* tantivy (PyPI ``tantivy``; BM25 k1 1.2, b 0.75, fixed): its ``default`` tokenizer (no
+  stemming) and a stemmed one (``en_stem``, or ``pt_stem`` registered as simple + remove_long +
+  lowercase + Stemmer("portuguese")); the query is the analyzed terms OR-ed.
+* SQLite FTS5 (Python's sqlite3, in memory; ``bm25()`` k1 1.2, b 0.75, fixed):
+  ``unicode61 remove_diacritics 2`` (what D1 offers for Portuguese), ``porter`` over it (English
+  stemming) and ``trigram``; the query is the words of the question quoted and OR-ed.
+
+Metrics: nDCG@10 and recall@100 from ranx over 100 results per query (test split). Throughput:
+queries/second at top-10, end to end (the question's text in, document ids out, tokenizing
+included), one thread, best of ``--rounds`` rounds that run every engine in turn (rotated), so
+the ratios against ours hold within one run on a noisy machine. Build: seconds per 1,000 docs.
+
+    python bench/peers.py                        # scifact faquad-ir pira-pt, table + peers.json
+    python bench/peers.py faquad-ir --rounds 5   # one collection
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kr.answering import eval_config, package_answerer
+from kr.beir_eval import (
+    BeirRun,
+    compile_collection,
+    detect_language,
+    evaluate_collection,
+    load_collection,
+    variant_config,
+)
+from router.analysis.analyzer import AnalyzerConfig
+from router.compile.beir import BeirCollection
+from router.compile.fields import section_fields
+from router.compile.indexer import BuildConfig
+from router.config import RouterConfig
+from router.contract import MAX_QUERY_CHARS, QueryRequest, QueryResponse
+from router.package.reader import KnowledgePackage
+from router.package.view import PackageView
+from router.ranking.bm25 import block_weights, bm25_method, query_lists
+from router.ranking.numpy_backend import PostingArrays, numpy_top_k
+from router.ranking.pruning import ScoreBounds
+from router.sync import run_sync
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+COLLECTIONS = ("scifact", "faquad-ir", "pira-pt")
+DEPTH = 100  # results per query for the metrics (recall@100)
+K = 10  # results per query for the throughput
+REFERENCE = "ours BM25F"  # the row the ratios are taken against
+CONTEXT_STAGES = frozenset({"records", "texts", "context", "answer"})
+
+Search = Callable[[str, int], list[str]]
+Analyze = Callable[[str], list[str]]
+
+
+@dataclass
+class Engine:
+    """One engine built over one collection: ``search(text, k)`` returns document ids."""
+
+    name: str
+    tokenizer: str
+    search: Search
+    build_s: float
+    metrics: dict[str, float] | None = None  # set here when not from ``search`` (the cascade)
+    handle: Any = None  # the engine's own object, for a second way of calling it
+    extra: dict[str, Any] = field(default_factory=dict)  # more facts for its row
+
+
+# --- ours ----------------------------------------------------------------------------------------
+
+
+def ours(collection: BeirCollection, language: str) -> tuple[list[Engine], Analyze]:
+    """The BM25F scorer alone, and the lexical cascade over the same compiled package; and the
+    package's analyzer (bm25s is also fed its terms)."""
+    config = BuildConfig(analyzer=AnalyzerConfig(language=language))
+    package, facts = compile_collection(collection, config)
+    label = f"ours (Snowball {language}, stopwords, accent folding)"
+    search, analyze = _bm25f_search(package, collection)
+    scorer = Engine("ours BM25F", label, search, facts["build_s"])
+    report = asyncio.run(evaluate_collection(BeirRun(collection, package, None, "cascade")))
+    metrics = {m: report.overall[m] for m in ("ndcg@10", "recall@100")}
+    cascade = Engine(
+        "ours cascade (lexical)", label, _cascade_search(package), facts["build_s"], metrics
+    )
+    cascade.extra["stages_ms"] = cascade_split(package, list(collection.queries.values()))
+    return [scorer, cascade], analyze
+
+
+def _bm25f_search(package: KnowledgePackage, collection: BeirCollection) -> tuple[Search, Analyze]:
+    """The lexical stage's scoring (``served_top_k`` in CPython is ``numpy_top_k``) with every
+    term and posting list loaded first: a warm isolate, as the peers hold their index in memory."""
+    view = package.view(None)
+    ids = _section_ids(view, collection)
+    vocabulary = run_sync(view.parts[0].partition.vocabulary.read_all())
+    asked = {t for q in collection.queries.values() for t in view.analyzer.terms(q)}
+    found, _ = run_sync(view.load_terms(asked.union(vocabulary)))
+    view = view.with_terms(found)
+    run_sync(view.load_postings(asked.union(vocabulary)))
+    weights = block_weights(view.block_names, RouterConfig().field_weights)
+    method, bounds, arrays = bm25_method(view), ScoreBounds(), PostingArrays()
+
+    def search(text: str, k: int) -> list[str]:
+        lists = query_lists(view, view.analyzer.terms(text), weights, method)
+        ranking = numpy_top_k(lists, k, bounds=bounds, arrays=arrays)
+        return [ids[section] for section, _ in ranking.ranked]
+
+    return search, view.analyzer.terms
+
+
+def _section_ids(view: PackageView, collection: BeirCollection) -> list[str]:
+    """Document id of each section (one per document), checked against the package's records."""
+    records, _ = run_sync(view.load_records(range(len(view.documents))))
+    ids = [records[doc].semantic_id for doc in range(len(view.documents))]
+    assert len(view.sections) == len(ids), "one section per BEIR document expected"
+    assert ids == [d.semantic_id for d in collection.documents]
+    return ids
+
+
+def _cascade_answer(package: KnowledgePackage) -> Callable[[str, int], QueryResponse]:
+    """The served query path without vectors, no cache, asked for ``k`` results."""
+    config = variant_config("cascade", eval_config(RouterConfig()))
+    answer = package_answerer(package, config, use_vectors=False, cache=False)
+
+    async def ask(request: QueryRequest) -> QueryResponse:
+        return await answer(request)
+
+    def respond(text: str, k: int) -> QueryResponse:  # it does no I/O: driven in one step
+        return run_sync(ask(QueryRequest(query=text[:MAX_QUERY_CHARS], top_k=k)))
+
+    return respond
+
+
+def _cascade_search(package: KnowledgePackage) -> Search:
+    respond = _cascade_answer(package)
+
+    def search(text: str, k: int) -> list[str]:
+        return [r.doc_id for r in respond(text, k).results]
+
+    return search
+
+
+def cascade_split(package: KnowledgePackage, queries: list[str]) -> dict[str, float]:
+    """Mean ms per query (from the trace) of the retrieval stages and of what a bare engine does
+    not do: reading the records, the context package (with its injection scan) and the answer."""
+    respond = _cascade_answer(package)
+    split = dict.fromkeys(("retrieval_ms", "context_answer_ms"), 0.0)
+    for text in queries:
+        for stage, facts in respond(text, K).trace["stages"].items():
+            key = "context_answer_ms" if stage in CONTEXT_STAGES else "retrieval_ms"
+            split[key] += facts.get("ms", 0.0) / len(queries)
+    return {key: round(ms, 3) for key, ms in split.items()}
+
+
+# --- bm25s ---------------------------------------------------------------------------------------
+
+
+def bm25s_engines(collection: BeirCollection, language: str, analyze: Analyze) -> list[Engine]:
+    """bm25s with its own tokenizer (Snowball + its stopwords), and with our analyzer's terms."""
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer(language)
+
+    def own(text: str) -> list[str]:
+        tokenized = bm25s.tokenize(
+            text, stopwords=language, stemmer=stemmer, return_ids=False, show_progress=False
+        )
+        return tokenized[0]
+
+    started = time.perf_counter()
+    texts = [d.sections[0].text for d in collection.documents]
+    corpus = bm25s.tokenize(
+        texts, stopwords=language, stemmer=stemmer, return_ids=False, show_progress=False
+    )
+    first, index = _bm25s_search(corpus, own, collection)
+    own_s = time.perf_counter() - started
+    started = time.perf_counter()
+    bodies = [analyze(section_fields(d, d.sections[0], True)["body"]) for d in collection.documents]
+    second, _ = _bm25s_search(bodies, analyze, collection)
+    ours_s = time.perf_counter() - started
+    label = f"its tokenizer: Snowball {language} + stopwords"
+    return [
+        Engine("bm25s", label, first, own_s, handle=index),
+        Engine("bm25s", "our analyzer's terms (body only)", second, ours_s),
+    ]
+
+
+def _bm25s_search(
+    corpus: list[list[str]], tokenize: Analyze, collection: BeirCollection
+) -> tuple[Search, Any]:
+    """``get_scores`` + a numpy top-k, as bench/bm25_throughput.py calls it (``retrieve`` adds a
+    batch API's overhead per call: see ``retrieve_qps``)."""
+    import bm25s
+
+    index = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+    index.index(corpus, show_progress=False)
+    ids = [d.semantic_id for d in collection.documents]
+    vocabulary = index.vocab_dict
+
+    def search(text: str, k: int) -> list[str]:
+        tokens = [t for t in tokenize(text) if t in vocabulary]
+        if not tokens:
+            return []
+        scores = index.get_scores(tokens)
+        top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [ids[i] for i in top if scores[i] > 0]
+
+    return search, index
+
+
+def bm25s_retrieve(engine: Engine, language: str) -> Search:
+    """bm25s's documented one-call API, ``retrieve(tokenize(q))``, one query a call (timed only)."""
+    import bm25s
+    import Stemmer
+
+    index, stemmer = engine.handle, Stemmer.Stemmer(language)
+
+    def search(text: str, k: int) -> list[str]:
+        tokens = bm25s.tokenize(
+            text, stopwords=language, stemmer=stemmer, return_ids=False, show_progress=False
+        )
+        index.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        return []
+
+    return search
+
+
+# --- tantivy -------------------------------------------------------------------------------------
+
+
+def tantivy_engines(collection: BeirCollection, language: str) -> list[Engine]:
+    """tantivy with its default tokenizer and with a Snowball-stemmed one."""
+    from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
+
+    def chain(stem: bool) -> Any:  # tantivy's "default" and "en_stem" chains, stemmer optional
+        builder = TextAnalyzerBuilder(Tokenizer.simple()).filter(Filter.remove_long(40))
+        builder = builder.filter(Filter.lowercase())
+        return (builder.filter(Filter.stemmer(language)) if stem else builder).build()
+
+    stemmed = "en_stem" if language == "english" else "pt_stem"
+    return [
+        _tantivy_engine(collection, "default", chain(False), "default (no stemming)"),
+        _tantivy_engine(collection, stemmed, chain(True), f"{stemmed} (Snowball {language})"),
+    ]
+
+
+def _tantivy_engine(
+    collection: BeirCollection, tokenizer: str, analyzer: Any, label: str
+) -> Engine:
+    import tantivy
+    from tantivy import Occur, Query
+
+    started = time.perf_counter()
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("body", tokenizer_name=tokenizer)
+    schema = builder.build()
+    index = tantivy.Index(schema)  # in memory
+    if tokenizer not in ("default", "en_stem"):
+        index.register_tokenizer(tokenizer, analyzer)
+    writer = index.writer(heap_size=100_000_000, num_threads=1)
+    for doc in collection.documents:
+        writer.add_document(tantivy.Document(id=doc.semantic_id, body=doc.sections[0].text))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    searcher = index.searcher()
+    build_s = time.perf_counter() - started
+
+    def search(text: str, k: int) -> list[str]:
+        terms = analyzer.analyze(text)
+        if not terms:
+            return []
+        should = [(Occur.Should, Query.term_query(schema, "body", t)) for t in terms]
+        hits = searcher.search(Query.boolean_query(should), limit=k, count=False).hits
+        return [searcher.doc(address)["id"][0] for _, address in hits]
+
+    return Engine("tantivy", label, search, build_s)
+
+
+# --- SQLite FTS5 ---------------------------------------------------------------------------------
+
+FTS5_TOKENIZERS = {
+    "unicode61 remove_diacritics 2": "unicode61 remove_diacritics 2",
+    "porter unicode61 remove_diacritics 2": "porter (English stemmer) over unicode61",
+    "trigram": "trigram",
+}
+_WORD = re.compile(r"\w+")
+
+
+def fts5_engines(collection: BeirCollection) -> list[Engine]:
+    return [_fts5_engine(collection, spec, label) for spec, label in FTS5_TOKENIZERS.items()]
+
+
+def _fts5_engine(collection: BeirCollection, spec: str, label: str) -> Engine:
+    started = time.perf_counter()
+    connection = sqlite3.connect(":memory:", check_same_thread=False)
+    connection.execute(f"CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='{spec}')")
+    with connection:
+        connection.executemany(
+            "INSERT INTO docs(rowid, body) VALUES (?, ?)",
+            ((i, d.sections[0].text) for i, d in enumerate(collection.documents)),
+        )
+        connection.execute("INSERT INTO docs(docs) VALUES ('optimize')")
+    build_s = time.perf_counter() - started
+    ids = [d.semantic_id for d in collection.documents]
+    sql = "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?"
+
+    def search(text: str, k: int) -> list[str]:
+        words = _WORD.findall(text)
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in words)  # quoted: no FTS5 query syntax
+        return [ids[row] for (row,) in connection.execute(sql, (match, k))]
+
+    return Engine("SQLite FTS5", label, search, build_s)
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+def ranx_metrics(collection: BeirCollection, runs: dict[str, list[str]]) -> dict[str, float]:
+    """nDCG@10 and recall@100 as ``kr.evaluation`` computes them (grades > 0; 1/rank scores)."""
+    from ranx import Qrels, Run, evaluate
+
+    qrels = {
+        q: {d: g for d, g in grades.items() if g > 0} for q, grades in collection.qrels.items()
+    }
+    run = {
+        q: {d: 1.0 / rank for rank, d in enumerate(runs[q], start=1)} or {"__none__": 0.0}
+        for q in qrels
+    }
+    scores = evaluate(Qrels(qrels), Run(run), ["ndcg@10", "recall@100"])
+    return {name: float(value) for name, value in scores.items()}
+
+
+def throughput(searches: list[Search], queries: list[str], rounds: int) -> list[float]:
+    """q/s at top-``K`` of every search: best of ``rounds``, the order rotated each round."""
+    best = [0.0] * len(searches)
+    for r in range(rounds):
+        order = list(range(len(searches)))
+        order = order[r % len(order) :] + order[: r % len(order)]
+        for i in order:
+            search = searches[i]
+            started = time.perf_counter()
+            for text in queries:
+                search(text, K)
+            best[i] = max(best[i], len(queries) / (time.perf_counter() - started))
+    return best
+
+
+def measure(name: str, rounds: int) -> list[dict[str, Any]]:
+    collection = load_collection(DATA / name)
+    language = detect_language(collection)
+    docs, queries = len(collection.documents), list(collection.queries.values())
+    print(f"{name}: {docs} docs, {len(queries)} test queries, {language}", flush=True)
+    engines, analyze = ours(collection, language)
+    engines += bm25s_engines(collection, language, analyze)
+    engines += _optional("tantivy", lambda: tantivy_engines(collection, language))
+    engines += fts5_engines(collection)
+    for engine in engines:
+        if engine.metrics is None:
+            runs = {q: engine.search(collection.queries[q], DEPTH) for q in collection.qrels}
+            engine.metrics = ranx_metrics(collection, runs)
+    own_bm25s = next(e for e in engines if e.name == "bm25s" and e.handle is not None)
+    searches = [e.search for e in engines] + [bm25s_retrieve(own_bm25s, language)]
+    *rates, retrieve_qps = throughput(searches, queries, rounds)
+    own_bm25s.extra["retrieve_qps"] = round(retrieve_qps, 1)
+    rows = []
+    for engine, rate in zip(engines, rates, strict=True):
+        assert engine.metrics is not None
+        rows.append(
+            {
+                "collection": name,
+                "engine": engine.name,
+                "tokenizer": engine.tokenizer,
+                "ndcg@10": round(engine.metrics["ndcg@10"], 4),
+                "recall@100": round(engine.metrics["recall@100"], 4),
+                "qps": round(rate, 1),
+                "build_s_per_1k_docs": round(1000 * engine.build_s / docs, 3),
+                "docs": docs,
+                "queries": len(queries),
+            }
+        )
+        print(f"  {_line(rows[-1])}", flush=True)
+        rows[-1].update(engine.extra)
+        if "stages_ms" in engine.extra:
+            print(f"    mean ms per query by stage group: {engine.extra['stages_ms']}", flush=True)
+    print(f"  bm25s through retrieve(tokenize(q)), one query a call: {retrieve_qps:.0f} q/s")
+    return rows
+
+
+def _optional(name: str, build: Callable[[], list[Engine]]) -> list[Engine]:
+    """An engine that may be missing here: skipped with the reason, the others still run."""
+    try:
+        return build()
+    except ImportError as exc:
+        print(f"  {name}: not run ({exc}); pip install {name}", flush=True)
+        return []
+
+
+def _line(row: dict[str, Any]) -> str:
+    return (
+        f"{row['engine']:<23} {row['tokenizer']:<52} nDCG@10 {row['ndcg@10']:.4f}  "
+        f"R@100 {row['recall@100']:.4f}  {row['qps']:>8.0f} q/s  "
+        f"build {row['build_s_per_1k_docs']:.3f} s/1k docs"
+    )
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """One table; Δ nDCG@10 and the q/s ratio against ours BM25F of the same collection."""
+    lines = [
+        "| collection | engine | tokenizer | nDCG@10 | Δ vs ours BM25F | recall@100 | q/s (top-10) "
+        "| × ours BM25F | build s / 1k docs |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    base = {r["collection"]: r for r in rows if r["engine"] == REFERENCE}
+    for r in rows:
+        ref = base[r["collection"]]
+        lines.append(
+            f"| {r['collection']} | {r['engine']} | {r['tokenizer']} | {r['ndcg@10']:.4f} | "
+            f"{r['ndcg@10'] - ref['ndcg@10']:+.4f} | {r['recall@100']:.4f} | {r['qps']:,.0f} | "
+            f"{r['qps'] / ref['qps']:.2f} | {r['build_s_per_1k_docs']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def conditions(rounds: int) -> dict[str, Any]:
+    versions: dict[str, str | None] = {}
+    for package in ("bm25s", "tantivy", "ranx", "numpy", "PyStemmer"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "date": date.today().isoformat(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "machine": platform.machine(),
+        "rounds": rounds,
+        "throughput_k": K,
+        "metrics_depth": DEPTH,
+        "versions": versions,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("collections", nargs="*", default=list(COLLECTIONS))
+    parser.add_argument("--rounds", type=int, default=3, help="throughput rounds (best kept)")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "peers.json")
+    args = parser.parse_args()
+    missing = [n for n in args.collections if not (DATA / n).is_dir()]
+    if missing:
+        print(f"not found under {DATA}: {', '.join(missing)} (see ../shared/data/README.md)")
+        return 1
+    rows: list[dict[str, Any]] = []
+    for name in args.collections:
+        rows += measure(name, args.rounds)
+    print()
+    print(markdown(rows))
+    report = {"conditions": conditions(args.rounds), "rows": rows}
+    args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
