@@ -35,7 +35,7 @@ from router.compile.build import build_knowledge
 from router.config import RouterConfig
 from router.package.reader import KnowledgePackage, load_package
 from router.results import Ranked
-from router.stages.confidence import AGREEMENT_DEPTH
+from router.stages.confidence import agrees_with_lexical
 from router.state import QueryState
 from router.sync import run_sync
 
@@ -72,9 +72,7 @@ def samples(domain: str, package: KnowledgePackage, judged: Path, today: str) ->
     async def recorded(state: QueryState, embedder: Any, index: Any) -> Ranked:
         found = await served(state, embedder, index)
         if found:
-            lexical = state.lexical_result().bm25[:AGREEMENT_DEPTH]
-            docs = {state.package.section_doc[s] for s, _ in lexical}
-            agrees = state.package.section_doc[found[0][0]] in docs
+            agrees = agrees_with_lexical(state, found[0][0])
             features = evidence_features([v for _, v in found], agrees)
             seen[state.request.query] = (features, state.verdict().abstain)
         return found

@@ -34,6 +34,7 @@ __all__ = [
     "CLARIFY_REASON",
     "CONTEXT_CONFIDENCE",
     "EXACT_CONFIDENCE",
+    "agrees_with_lexical",
     "assess",
     "confidence_level",
     "lexical_confidence",
@@ -197,7 +198,8 @@ def _vector_probability(state: QueryState) -> float:
     """P(the best vector match is relevant), traced as ``vector_evidence``."""
     model = evidence_model_for(state.package.embedding_model, state.config.vector_evidence_models)
     vector = state.vector
-    probability = model.probability([score for _, score in vector], _agrees(state, vector[0][0]))
+    agrees = agrees_with_lexical(state, vector[0][0])
+    probability = model.probability([score for _, score in vector], agrees)
     state.trace.stage(
         "vector_evidence",
         probability=round(probability, 3),
@@ -207,7 +209,7 @@ def _vector_probability(state: QueryState) -> float:
     return probability
 
 
-def _agrees(state: QueryState, section: int) -> bool:
+def agrees_with_lexical(state: QueryState, section: int) -> bool:
     """Whether the best vector match is in a document of the lexical result's best three."""
     lexical = state.lexical_result().bm25[:AGREEMENT_DEPTH]
     section_doc = state.package.section_doc
