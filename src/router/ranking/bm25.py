@@ -35,6 +35,8 @@ __all__ = [
     "idf",
     "max_impact",
     "query_lists",
+    "rarest_idf",
+    "specificity",
     "top_k",
     "weighted_scores",
 ]
@@ -61,6 +63,28 @@ def idf(method: str, sections: int, df: int) -> float:
     if method == "robertson":
         return log(max(inner, 1.0))
     return log(1 + inner)  # lucene
+
+
+def specificity(view: PackageView, terms: Iterable[str]) -> dict[str, float]:
+    """Each distinct query term's specificity: its idf in the caller's view (the partitions it
+    reads, lucene's formula whatever the package's method, so it is never negative), so a
+    question's specific concept ("estagiário") outweighs its common words ("empresa", "prazo").
+    A term the view does not know weighs as the rarest it knows, one section's (``rarest_idf``):
+    as specific as a concept can be here, not more, so that in a small knowledge base, where
+    every known word is common, an unknown one does not outweigh the whole question. The terms
+    must have been read (``PackageView.knows``)."""
+    total = max(1, view.section_total)
+    weights = {}
+    for term in dict.fromkeys(terms):
+        df = max(1, view.document_frequency(term)) if view.knows(term) else 1
+        weights[term] = log(1.0 + (total - df + 0.5) / (df + 0.5))
+    return weights
+
+
+def rarest_idf(view: PackageView) -> float:
+    """The specificity of a term one section in view holds (or none): ``specificity``'s top."""
+    total = max(1, view.section_total)
+    return log(1.0 + (total - 0.5) / 1.5)
 
 
 def bm25_method(view: PackageView) -> str:
