@@ -58,5 +58,5 @@ def test_the_confidence_level_tells_right_from_wrong(package: KnowledgePackage) 
 
 
 def test_a_confidence_model_of_the_wrong_shape_is_refused() -> None:
-    with pytest.raises(ConfigError, match="4 weights"):
+    with pytest.raises(ConfigError, match="5 weights"):
         RouterConfig(confidence_model=ConfidenceModel(bias=0.0, weights=(1.0, 2.0)))

@@ -81,7 +81,11 @@ class Lexical:
 
 @dataclass(frozen=True)
 class LexicalConfidence:
-    """How well the lexical result covers the question (``stages.confidence``)."""
+    """How well the lexical result covers the question (``stages.confidence``).
+
+    ``specific_coverage`` is the share of the question's specificity (its terms' idf in the
+    caller's view) the top section holds; ``missing`` the specificity of the most specific
+    term it lacks, over that of a term the view does not know (0 when it lacks none)."""
 
     coverage: float
     strength: float
@@ -89,6 +93,8 @@ class LexicalConfidence:
     value: float
     matched_terms: list[str]
     unknown_terms: list[str]
+    specific_coverage: float = 0.0
+    missing: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,10 @@ from tests.common import TODAY
 HIGH_LEXICAL = "inventário de riscos"  # HIGH without an exact hit
 MEDIUM_LEXICAL = "treinamento de emergência"  # MEDIUM: half the words match, no clear winner
 LOW_LEXICAL = "número de emergência"  # weak (MEDIUM); tenant rules apply
-LOW_MANY = "quem pode mandar parar o serviço se enxergar perigo?"  # weak, 50+ candidates
-# Every lexical answer below P = 0.6 is LOW: LOW_MANY (P ≈ 0.48) becomes one.
+# weak, 50+ candidates, every word known ("mandar", which the knowledge never uses, would make
+# it a question about a concept the knowledge lacks: declined, docs/adr/0023)
+LOW_MANY = "quem pode parar o serviço se houver perigo?"
+# Every lexical answer below P = 0.6 is LOW: LOW_MANY (P ≈ 0.29) becomes one.
 LOW_AT_0_6 = {"high_confidence": 0.9, "medium_confidence": 0.6}
 EXACT_ID = "workPermit.validity"
 OUT_OF_SCOPE = "receita de bolo de cenoura"

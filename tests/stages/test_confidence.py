@@ -25,6 +25,7 @@ from tests.stages.state import query_state, searched_state
 COVERED = "inventário de riscos"  # every term in the best section, a clear winner
 HALF_COVERED = "treinamento de emergência"  # only "emergência" in the best section
 OUT_OF_SCOPE = "receita de bolo de cenoura"
+MISSING_CONCEPT = "validade do treinamento do estagiário"  # common words known, "estagiário" not
 
 
 def test_a_covered_question_is_high_and_answered(package: KnowledgePackage) -> None:
@@ -147,6 +148,23 @@ def test_a_match_the_model_trusts_lifts_an_abstention_to_low(
     assert lifted == Assessment(config.abstain_below, "LOW", abstain=False)
     assert lifted.reported_level == "LOW" and lifted.outcome == "answer"
     assert state.trace.stages["vector_evidence"]["lifted"] is True
+
+
+def test_no_match_lifts_an_abstention_for_a_concept_the_knowledge_does_not_know(
+    vpackage: KnowledgePackage,
+) -> None:
+    """ "validade do treinamento do estagiário": the knowledge knows training and validity, not
+    interns. No section holds the concept, so no vector match, however close, can supply it: the
+    candidates come back as evidence, never as an answer (issue 30)."""
+    config = RouterConfig(vector_evidence_models={vpackage.manifest.embedding["model"]: TRUSTING})
+    state = _with_vector(vpackage, MISSING_CONCEPT, _standing_out(7, 0.95, range(20, 60)), config)
+    confidence = state.lexical_result().confidence
+    assert confidence.unknown_terms == ["estagiari"] and confidence.coverage >= 0.5
+    assert confidence.specific_coverage < config.min_specific_coverage
+    assert state.verdict().abstain
+    kept = with_vector_evidence(state)
+    assert kept.abstain and kept.outcome == "evidence"
+    assert state.trace.stages["vector_evidence"]["lifted"] is False
 
 
 def test_a_match_in_the_background_keeps_the_abstention(vpackage: KnowledgePackage) -> None:

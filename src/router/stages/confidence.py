@@ -7,6 +7,12 @@ ahead of the second) separates a clear winner from a tie. A query whose words th
 uses gets coverage 0 and the router abstains instead of returning the least bad passage.
 The three become one probability that the top result is relevant (``stages.calibration``), so
 the levels and the abstention threshold are probabilities too.
+
+Coverage counts words, so "qual o prazo da empresa para o aprendiz?" covers two thirds of
+itself wherever "prazo" and "empresa" meet. *Specific coverage* weighs each term by its idf in
+the caller's view (``ranking.bm25.specificity``): when the best section holds little of it and
+the question names a term no section in view holds, its concept is missing and the router
+declines, whatever the word count or a vector match (docs/adr/0023).
 """
 
 from __future__ import annotations
@@ -17,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from router.calibration import evidence_model_for
+from router.calibration import LexicalSignals, evidence_model_for
 from router.config import RouterConfig
 from router.contract import Level
 from router.package.format.postings import Postings
 from router.package.view import PackageView
-from router.ranking.bm25 import bm25_method, max_impact, query_lists
+from router.ranking.bm25 import bm25_method, max_impact, query_lists, rarest_idf, specificity
 from router.results import Assessment, LexicalConfidence
 
 if TYPE_CHECKING:
@@ -64,7 +70,8 @@ def lexical_confidence(
     loaded: Loaded | None = None,
 ) -> LexicalConfidence:
     """Coverage, strength and margin (each 0..1, the lists read from the query's ``loaded``
-    shards) and, from them, P(the top result is relevant) (``config.confidence_model``)."""
+    shards), the coverage weighed by specificity and the most specific term the top section
+    lacks, and from them P(the top result is relevant) (``config.confidence_model``)."""
     distinct = list(dict.fromkeys(terms))
     unknown = [t for t in distinct if not package.knows(t)]
     if not distinct or not ranked:
@@ -73,12 +80,50 @@ def lexical_confidence(
     method = bm25_method(package)
     matched = [t for t in distinct if _best_holds(package, t, best, weights, method, loaded)]
     ideal = _ideal_score(package, terms, weights, method, loaded)
-    coverage = len(matched) / len(distinct)
-    strength = min(1.0, score / ideal) if ideal > 0 else 0.0
     second = ranked[1][1] if len(ranked) > 1 else 0.0
-    margin = 1.0 - second / score if score > 0 else 0.0
-    value = config.confidence_model.probability(coverage, strength, margin)
-    return LexicalConfidence(coverage, strength, margin, value, matched, unknown)
+    specific_coverage, missing = _specific_signals(package, distinct, matched)
+    signals = LexicalSignals(
+        coverage=len(matched) / len(distinct),
+        strength=min(1.0, score / ideal) if ideal > 0 else 0.0,
+        margin=1.0 - second / score if score > 0 else 0.0,
+        specific_coverage=specific_coverage,
+    )
+    value = config.confidence_model.probability(signals)
+    return LexicalConfidence(
+        signals.coverage,
+        signals.strength,
+        signals.margin,
+        value,
+        matched,
+        unknown,
+        specific_coverage,
+        missing,
+    )
+
+
+def _specific_signals(
+    package: PackageView, distinct: Sequence[str], matched: Sequence[str]
+) -> tuple[float, float]:
+    """The share of the question's specificity the top section holds, and the specificity of
+    the most specific term it lacks over that of an unknown term (``ranking.bm25.specificity``:
+    idf in the caller's view, so "estagiário" outweighs "empresa").
+
+    A term with a digit that the view does not know is a value the caller supplies (an order
+    number, an amount, a date: "pedido 48213", "R$ 500"), not a concept the knowledge lacks: it
+    counts for neither. A question made of nothing else falls back to the plain coverage."""
+    concepts = [t for t in distinct if package.knows(t) or not _is_value(t)]
+    held = set(matched)
+    if not concepts:
+        return len(held) / len(distinct), 0.0
+    weights = specificity(package, concepts)
+    total = sum(weights.values())
+    lacking = [w for t, w in weights.items() if t not in held]
+    held_share = sum(w for t, w in weights.items() if t in held) / total
+    return held_share, min(1.0, max(lacking, default=0.0) / rarest_idf(package))
+
+
+def _is_value(term: str) -> bool:
+    return any(c.isdigit() for c in term)
 
 
 def confidence_level(value: float, config: RouterConfig) -> Level:
@@ -143,22 +188,57 @@ def assess(state: QueryState) -> Assessment:
     else:
         value = confidence.value
     level: Level = "HIGH" if exact else confidence_level(value, config)
+    lacks_concept = not exact and _lacks_its_concept(state, confidence)
     abstain = not exact and (
         not state.lexical_result().bm25
         or confidence.value < config.abstain_below
         or confidence.coverage < config.min_coverage
+        or lacks_concept
     )
     state.trace.stage(
         "confidence",
         coverage=round(confidence.coverage, 3),
         strength=round(confidence.strength, 3),
         margin=round(confidence.margin, 3),
+        specific_coverage=round(confidence.specific_coverage, 3),
+        missing=round(confidence.missing, 3),
         value=round(value, 3),
         level=level,
         lexical_abstain=abstain,
         unknown_terms=confidence.unknown_terms,
     )
-    return Assessment(value, level, abstain)
+    return Assessment(value, level, abstain, _concept_reason(state) if lacks_concept else None)
+
+
+def _concept_reason(state: QueryState) -> str:
+    """The words of the question no document in view uses, for the decline message."""
+    unknown = {t for t in state.lexical_result().confidence.unknown_terms if not _is_value(t)}
+    analyzer = state.package.analyzer
+    words = [w for w in state.features.words if analyzer.word_stem(w) in unknown]
+    named = ", ".join(f'"{w}"' for w in dict.fromkeys(words)) or "its most specific terms"
+    return (
+        f"the question asks about {named}, which no document of this knowledge base mentions; "
+        "the best match shares only its common words"
+    )
+
+
+def _lacks_its_concept(state: QueryState, confidence: LexicalConfidence) -> bool:
+    """Whether the best section matched some of the question's words but too little of its
+    specificity, and what it lacks includes a concept the knowledge in view does not know at
+    all (a term no section holds, the typo repair already tried): the common words matched
+    ("empresa", "prazo"), the concept ("estagiário") is nowhere. No section can supply it, so
+    no vector match may lift the abstention either: it would be the nearest document. A term
+    the view knows but the best section lacks is left to the calibrated probability (another
+    section, or a vector match, may hold it); a question nothing of which matched is left to
+    the vector evidence (ADR 0022: a paraphrase in words the knowledge never uses).
+
+    Not for an action request ("pause o anúncio da camiseta azul"): beyond the action and its
+    object it names the action's arguments (an item, a person, a day), which the knowledge is
+    not expected to hold."""
+    if state.features.potential_action or not confidence.matched_terms:
+        return False
+    unknown = [t for t in confidence.unknown_terms if not _is_value(t)]
+    return bool(unknown) and confidence.specific_coverage < state.config.min_specific_coverage
 
 
 def _needs_missing_context(state: QueryState) -> bool:
@@ -174,14 +254,17 @@ def with_vector_evidence(state: QueryState) -> Assessment:
     embedding model's fitted ``VectorEvidenceModel`` over the match's margin above the
     question's background similarity, its lead over the second match and the lexical result's
     agreement — reaches ``vector_rescue_probability``; the answer is then LOW, at least at
-    ``abstain_below``. An abstention that stands keeps its candidates as evidence (LOW,
-    declined) when the lexical result matched some of the question or that probability reaches
+    ``abstain_below`` — unless the question names a concept the knowledge does not know
+    (``_lacks_its_concept``): no section holds it, so a close match is only the nearest
+    document. An abstention that stands keeps its candidates as evidence (LOW, declined) when
+    the lexical result matched some of the question or that probability reaches
     ``vector_evidence_probability``; otherwise it returns nothing (NONE)."""
     assessment, vector, config = state.verdict(), state.vector, state.config
     if not assessment.abstain or assessment.clarify:
         return assessment
-    probability = _vector_probability(state) if vector else 0.0
-    if probability >= config.vector_rescue_probability:
+    liftable = not _lacks_its_concept(state, state.lexical_result().confidence)
+    probability = _vector_probability(state, liftable) if vector else 0.0
+    if liftable and probability >= config.vector_rescue_probability:
         return replace(
             assessment,
             level="LOW",
@@ -194,17 +277,20 @@ def with_vector_evidence(state: QueryState) -> Assessment:
     return replace(assessment, evidence=evidence)
 
 
-def _vector_probability(state: QueryState) -> float:
-    """P(the best vector match is relevant), traced as ``vector_evidence``."""
+def _vector_probability(state: QueryState, liftable: bool) -> float:
+    """P(the best vector match is relevant), traced as ``vector_evidence`` (with
+    ``concept_missing`` when the abstention may not be lifted whatever it is)."""
     model = evidence_model_for(state.package.embedding_model, state.config.vector_evidence_models)
     vector = state.vector
     agrees = agrees_with_lexical(state, vector[0][0])
     probability = model.probability([score for _, score in vector], agrees)
+    blocked = {} if liftable else {"concept_missing": True}
     state.trace.stage(
         "vector_evidence",
         probability=round(probability, 3),
-        lifted=probability >= state.config.vector_rescue_probability,
+        lifted=liftable and probability >= state.config.vector_rescue_probability,
         model=model.fitted_on,
+        **blocked,
     )
     return probability
 
