@@ -141,6 +141,19 @@ def test_a_number_the_knowledge_does_not_hold_is_a_value_not_a_missing_concept(
     assert not assess(state).abstain
 
 
+def test_a_compound_spelling_is_judged_by_its_parts(package: KnowledgePackage) -> None:
+    """The analyzer adds "registro-ponto" (and "registroponto") beside "registr" and "pont":
+    the compound unknown is only a spelling the documents do not use, its parts name the
+    concept; a part unknown ("seguro-desemprego": "desempreg") is a missing concept."""
+    state = searched_state(package, "qual o prazo para corrigir o registro-ponto?")
+    confidence = state.lexical_result().confidence
+    assert "registro-ponto" in confidence.unknown_terms
+    assert confidence.specific_coverage == 1.0 and not assess(state).abstain
+    missing = searched_state(package, "qual o prazo da empresa para o seguro-desemprego?")
+    assert "desempreg" in missing.lexical_result().confidence.unknown_terms
+    assert assess(missing).abstain
+
+
 def test_an_action_request_may_name_arguments_the_knowledge_does_not_hold(
     package: KnowledgePackage,
 ) -> None:

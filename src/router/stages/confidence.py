@@ -105,13 +105,10 @@ def _specific_signals(
     package: PackageView, distinct: Sequence[str], matched: Sequence[str]
 ) -> tuple[float, float]:
     """The share of the question's specificity the top section holds, and the specificity of
-    the most specific term it lacks over that of an unknown term (``ranking.bm25.specificity``:
-    idf in the caller's view, so "estagiário" outweighs "empresa").
-
-    A term with a digit that the view does not know is a value the caller supplies (an order
-    number, an amount, a date: "pedido 48213", "R$ 500"), not a concept the knowledge lacks: it
-    counts for neither. A question made of nothing else falls back to the plain coverage."""
-    concepts = [t for t in distinct if package.knows(t) or not _is_value(t)]
+    the most specific term it lacks over the rarest term's (``ranking.bm25.specificity``: idf
+    in the caller's view, so "estagiário" outweighs "empresa"), over its ``_concepts``. A
+    question with no concept falls back to the plain coverage."""
+    concepts = _concepts(package, distinct)
     held = set(matched)
     if not concepts:
         return len(held) / len(distinct), 0.0
@@ -122,8 +119,19 @@ def _specific_signals(
     return held_share, min(1.0, max(lacking, default=0.0) / rarest_idf(package))
 
 
-def _is_value(term: str) -> bool:
-    return any(c.isdigit() for c in term)
+def _concepts(package: PackageView, distinct: Sequence[str]) -> list[str]:
+    """The question's terms that name something, without two kinds of term the view does not
+    know that count for neither side: a value the caller supplies (a term with a digit: an order
+    number, an amount, a date, "pedido 48213", "R$ 500"), and a compound's own spelling, which
+    the analyzer adds beside its parts ("leuko-reduced" and "leuko", "reduc"; "nr-22", "nr22"
+    and "nr", "22"): its parts carry the concept, and one of them unknown is missing."""
+    compounds = {t for t in distinct if "-" in t}
+    spellings = compounds | {t.replace("-", "") for t in compounds}
+    return [
+        t
+        for t in distinct
+        if package.knows(t) or not (any(c.isdigit() for c in t) or t in spellings)
+    ]
 
 
 def confidence_level(value: float, config: RouterConfig) -> Level:
@@ -212,7 +220,7 @@ def assess(state: QueryState) -> Assessment:
 
 def _concept_reason(state: QueryState) -> str:
     """The words of the question no document in view uses, for the decline message."""
-    unknown = {t for t in state.lexical_result().confidence.unknown_terms if not _is_value(t)}
+    unknown = set(_unknown_concepts(state))
     analyzer = state.package.analyzer
     words = [w for w in state.features.words if analyzer.word_stem(w) in unknown]
     named = ", ".join(f'"{w}"' for w in dict.fromkeys(words)) or "its most specific terms"
@@ -237,8 +245,16 @@ def _lacks_its_concept(state: QueryState, confidence: LexicalConfidence) -> bool
     not expected to hold."""
     if state.features.potential_action or not confidence.matched_terms:
         return False
-    unknown = [t for t in confidence.unknown_terms if not _is_value(t)]
-    return bool(unknown) and confidence.specific_coverage < state.config.min_specific_coverage
+    return bool(_unknown_concepts(state)) and (
+        confidence.specific_coverage < state.config.min_specific_coverage
+    )
+
+
+def _unknown_concepts(state: QueryState) -> list[str]:
+    """The question's concepts (``_concepts``) no section in view holds."""
+    lexical = state.lexical_result()
+    concepts = set(_concepts(state.package, list(dict.fromkeys(lexical.terms))))
+    return [t for t in lexical.confidence.unknown_terms if t in concepts]
 
 
 def _needs_missing_context(state: QueryState) -> bool:
