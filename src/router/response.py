@@ -12,6 +12,7 @@ from typing import Any
 
 from router.contract import (
     AgentKnowledgeContext,
+    FactAnswer,
     QueryAnalysis,
     QueryResponse,
     ResponseMetadata,
@@ -32,6 +33,23 @@ __all__ = ["LOW_EVIDENCE_FLAG", "build_response", "from_cache", "record_metrics"
 
 LOW_EVIDENCE_FLAG = "low_evidence"
 """On every result of a declined question: evidence for the agent, not an answer (PRD §22)."""
+
+
+def _fact(package: PackageView, answer: Answer) -> FactAnswer | None:
+    """The fact a direct answer states, structured: key, value, document, and the section
+    whose sentence states it."""
+    fact = answer.fact
+    if fact is None:
+        return None
+    doc = package.documents[fact.doc_index]
+    section = package.sections[fact.section].section_id if fact.section is not None else ""
+    return FactAnswer(
+        doc_id=doc.semantic_id,
+        key=fact.name,
+        value=fact.value,
+        address=f"{doc.semantic_id}.{fact.name}",
+        section_id=section,
+    )
 
 
 def build_response(
@@ -66,6 +84,7 @@ def build_response(
         analysis=_analysis(state.features, answer.strategy, confidence, state.tier),
         knowledge_version=package.version,
         results=[_result(package, f, low=verdict.abstain) for f in shown],
+        fact=_fact(package, answer),
         metadata=ResponseMetadata(
             latency_ms=trace.elapsed_ms(),
             fallback_triggered=trace.ran("vector"),

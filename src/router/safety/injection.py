@@ -118,7 +118,9 @@ _HEADING_ROLE = re.compile(
     r"^\W*(system|system prompt|prompt do sistema|assistant|instruction|instructions|"
     r"developer|user|human)\W*$"
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+# A line break, or a space after sentence punctuation; after a full stop only when what follows
+# does not start in lower case or with a digit: "CDC, art. 49) garante" is one sentence.
+_SENTENCE_END = re.compile(r"\s*\n\s*|(?<=[!?;:])\s+|(?<=\.)\s+(?![a-zß-öø-ÿ0-9])")
 _SPACES = re.compile(r"[ \t\u00a0]+")
 # Invisible format characters (Unicode category Cf): zero-width space/joiners, soft hyphen, bidi
 # controls, word joiner, BOM, interlinear annotations and tag characters.
