@@ -219,6 +219,20 @@ def test_a_false_answer_is_answered_and_wrong() -> None:
     assert not unjudged.false_answer and unjudged.top_relevant is None
 
 
+def test_the_gate_names_a_fact_question_whose_answer_lost_its_value() -> None:
+    from kr.evaluation import EvalReport
+    from kr.gate.compare import DEFAULT_TOLERANCES, compare_reports
+
+    def report(fact_ok: bool) -> EvalReport:
+        outcome = _outcome(fact_ok=fact_ok)
+        return EvalReport("set", {"fact_value_acc": float(fact_ok)}, {}, {}, {}, [outcome])
+
+    comparison = compare_reports("set", report(True), report(False), DEFAULT_TOLERANCES)
+    assert not comparison.passed
+    [change] = comparison.worse
+    assert change.what == "answer no longer states the fact's value"
+
+
 def _candidate(tmp_path: Path, config: BuildConfig, knowledge: Path = KNOWLEDGE) -> Path:
     return write_package(build_knowledge(knowledge, config).package, tmp_path / "candidate")
 
