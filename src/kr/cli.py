@@ -20,6 +20,7 @@ from kr.cloudflare import ENVIRONMENTS
 from kr.commands import build, gate, gc, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
+from kr.help_center import EXTRA_SETS_VARIABLE
 from kr.local import DEFAULT_EMBEDDER
 from kr.rerankers import DEFAULT_RERANKER, RERANKER_HELP
 from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_choice
@@ -78,7 +79,8 @@ def _gate_args(p: argparse.ArgumentParser) -> None:
         type=Path,
         action="append",
         default=[],
-        help="gate: also compare on this BEIR folder (repeatable)",
+        help="gate: also compare on this help-center or BEIR folder (repeatable; also the "
+        f"folders of ${EXTRA_SETS_VARIABLE})",
     )
     p.add_argument("--split", default=DEFAULT_SPLIT, help="gate: qrels split of the extra sets")
     p.add_argument(
@@ -247,17 +249,20 @@ def _publish(sub: Subparsers) -> None:
 def _eval(sub: Subparsers) -> None:
     p = sub.add_parser(
         "eval",
-        help="evaluate the golden set or a BEIR folder; writes reports/<set>/",
-        description="Golden set (JSONL) against the active version (or --package), or a "
-        "BEIR-layout folder compiled in memory: ranx metrics, abstention, per category and "
-        "path, stage latency. Writes metrics.json, report.md and plots under reports/<set>/.",
+        help="evaluate golden, help-center or BEIR sets; writes reports/<set>/",
+        description="Golden set (JSONL) against the active version (or --package), a "
+        "help-center folder (knowledge/ + golden.jsonl) or a BEIR-layout folder, both compiled "
+        "in memory: ranx metrics, abstention, false answers, calibration (ECE), per category "
+        "and path, stage latency. Several sets are printed side by side. Writes metrics.json, "
+        "report.md and plots under reports/<set>/ for each set.",
     )
     p.add_argument(
-        "target",
-        nargs="?",
+        "targets",
+        nargs="*",
         type=Path,
-        default=DEFAULT_GOLDEN,
-        help=f"golden set .jsonl or BEIR folder (default {DEFAULT_GOLDEN})",
+        metavar="SET",
+        help=f"golden set .jsonl, help-center folder or BEIR folder (default {DEFAULT_GOLDEN} "
+        f"and the folders of ${EXTRA_SETS_VARIABLE})",
     )
     _state_arg(p)
     p.add_argument("--package", type=Path, help="golden: evaluate this package folder")
@@ -268,8 +273,8 @@ def _eval(sub: Subparsers) -> None:
         "--embedder",
         choices=EMBEDDER_CHOICES,
         default=DEFAULT_EMBEDDER,
-        help="BEIR: section vectors (default e5, from the vector cache; falls back to none "
-        "with a note when they are not cached)",
+        help="folders: section vectors (default e5, from the vector cache; a BEIR run falls "
+        "back to none with a note when they are not cached, a help-center set embeds them)",
     )
     p.add_argument(
         "--embed-missing",
@@ -284,7 +289,9 @@ def _eval(sub: Subparsers) -> None:
     )
     p.add_argument("--language", choices=LANGUAGES, help="BEIR analyzer")
     p.add_argument("--today", help="golden: ask the queries on this day (YYYY-MM-DD)")
-    p.add_argument("--report-dir", type=Path, help="default: reports/<set>")
+    p.add_argument(
+        "--report-dir", type=Path, help="default: reports/<set> (several sets: DIR/<set>)"
+    )
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument("--json", action="store_true", help="print metrics as JSON")
     p.add_argument("--failures", action="store_true", help="list the missed queries")
@@ -296,7 +303,8 @@ def _gate(sub: Subparsers) -> None:
         "gate",
         help=f"compare a built package with the active version (exit {GATE_BLOCKED_EXIT} if worse)",
         description="Evaluate CANDIDATE (a folder from `kr build --out`, or a version in the "
-        "state) and the active version on the golden set and any --extra BEIR folder; a "
+        "state) and the active version on the golden set and any --extra help-center or BEIR "
+        "folder (recompiled with each version's build configuration); a "
         f"metric worse than its tolerance blocks (exit status {GATE_BLOCKED_EXIT}) with the "
         "list of queries that got worse.",
     )
