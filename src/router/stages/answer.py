@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ABSTAIN_MESSAGE",
     "CLARIFY_MESSAGE",
+    "WITHHELD_MESSAGE",
     "Answer",
     "Passage",
     "answer_sections",
@@ -60,6 +61,18 @@ CITED_PASSAGE_CHARS = 300
 
 ABSTAIN_MESSAGE = (
     "Não encontrei na base de conhecimento informação suficiente para responder a esta pergunta."
+)
+WITHHELD_MESSAGE = (
+    "O trecho da base de conhecimento que responderia a esta pergunta foi retido: contém texto "
+    "que parece uma instrução a assistentes de IA. Consulte o documento citado nos resultados."
+)
+WITHHELD_FACT_REASON = (
+    "the fact the question asks for reads like an instruction to an AI (possible prompt "
+    "injection): it is withheld, and no other fact answers in its place"
+)
+WITHHELD_TEXT_REASON = (
+    "every passage that could answer reads like an instruction to an AI (possible prompt "
+    "injection): they are returned as flagged data, never quoted as the answer"
 )
 CLARIFY_MESSAGE = (
     "A que tela, aba ou campo você se refere? Diga o nome, ou envie a página (page), a aba "
@@ -137,27 +150,29 @@ def extractive_answer(
     term → weight, e.g. their idf in the caller's view; a plain list weighs each term 1) — and
     up to ``max_sentences`` in all that hold nearly as much (:data:`CLOSE_SENTENCE_SHARE`), as
     plain text, each section's sentences in text order and cited once; a sentence holding the
-    question's ``focus`` comes first (``rank_sentences``)."""
+    question's ``focus`` comes first (``rank_sentences``). Nothing when the best sentence is in
+    a section that may not be quoted (its heading or title reads like an instruction): a lesser
+    sentence in its place would answer something else."""
     wanted = (
         dict(query_terms) if isinstance(query_terms, Mapping) else dict.fromkeys(query_terms, 1.0)
     )
-    quotable_ranked = [item for item in ranked if quotable(item[0], item[1])]
     scored = rank_sentences(
         analyzer,
         wanted,
-        [
-            (n, _context_heading(doc, sec), text)
-            for n, (doc, sec, text, _) in enumerate(quotable_ranked)
-        ],
+        [(n, _context_heading(doc, sec), text) for n, (doc, sec, text, _) in enumerate(ranked)],
         focus=focus,
     )
-    chosen = _chosen_sentences(scored, max(1, max_sentences))
+    allowed = [s for s in scored if quotable(ranked[s.section][0], ranked[s.section][1])]
+    best = next((s for s in scored if plain_sentence(s.text)), None)
+    if best is not None and best.score > 0 and best not in allowed:
+        return "", []  # what answers is withheld: never a lesser sentence in its place
+    chosen = _chosen_sentences(allowed, max(1, max_sentences))
     if not chosen:
         return "", []
     passages: list[Passage] = []
     quoted: list[str] = []
     for n in dict.fromkeys(s.section for s in chosen):
-        doc, section, _, score = quotable_ranked[n]
+        doc, section, _, score = ranked[n]
         text = " ".join(plain_sentence(s.text) for s in chosen if s.section == n)
         passages.append(Passage(doc, section, text[:_MAX_PASSAGE_CHARS], score))
         quoted.append(f"{passages[-1].text} [{len(passages)}]")
@@ -194,18 +209,22 @@ def _chosen_sentences(scored: Sequence[ScoredSentence], limit: int) -> list[Scor
 
 @dataclass(frozen=True)
 class Answer:
-    """The answer text, its citations, the strategy that produced it, and the fact it states."""
+    """The answer text, its citations, the strategy that produced it, the fact it states, and
+    why it was withheld when the knowledge that answers reads like an injection."""
 
     text: str
     citations: list[Citation]
     strategy: Strategy
     fact: FactMatch | None = None
+    withheld: str | None = None
 
 
 def named_fact(state: QueryState) -> FactMatch | None:
     """The fact the question names by its address (``apr.defaultValidityDays``), as the exact
-    stage resolved it: it answers whatever the question's words (never when abstaining). The
-    pipeline reads it before the texts, so that its document's sections are read too."""
+    stage resolved it: it answers whatever the question's words (never when abstaining), or,
+    when it is flagged as prompt injection, withholds the answer (never another fact in its
+    place). The pipeline reads it before the texts, so that its document's sections are read
+    too."""
     if state.verdict().abstain:
         return None
     for hit in state.exact:
@@ -213,10 +232,7 @@ def named_fact(state: QueryState) -> FactMatch | None:
         if target.kind != "fact" or target.fact is None:
             continue
         doc = state.package.documents[target.doc_index]
-        if not fact_flagged(doc, target.fact):
-            return FactMatch(
-                target.doc_index, target.fact, doc.facts[target.fact], EXACT_FACT_OVERLAP
-            )
+        return FactMatch(target.doc_index, target.fact, doc.facts[target.fact], EXACT_FACT_OVERLAP)
     return None
 
 
@@ -271,6 +287,8 @@ def _grounded_answer(
             return Answer(CLARIFY_MESSAGE, [], "clarify_first")
         return Answer(ABSTAIN_MESSAGE, [], "safe_decline")
     if named is not None:
+        if fact_flagged(state.package.documents[named.doc_index], named.name):
+            return Answer(WITHHELD_MESSAGE, [], "safe_decline", withheld=WITHHELD_FACT_REASON)
         return _direct_answer(state, _stated(state, named))
     passage = _passage(state, candidates)
     fact = _grounded_fact(state, passage)
@@ -462,7 +480,9 @@ def _extractive(state: QueryState, candidates: Sequence[Fused], passage: Sequenc
         )
         for p in passages
     ]
-    return Answer(text or ABSTAIN_MESSAGE, citations, _extractive_strategy(state))
+    if not text:  # everything that could be quoted is withheld: say so, and decline
+        return Answer(WITHHELD_MESSAGE, [], "safe_decline", withheld=WITHHELD_TEXT_REASON)
+    return Answer(text, citations, _extractive_strategy(state))
 
 
 def question_weights(
