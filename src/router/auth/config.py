@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from router.auth.jwt import JwtSettings, parse_jwks
+from router.auth.jwt import DEFAULT_MAX_LIFETIME_S, JwtSettings, parse_jwks
 from router.errors import ConfigError
 
 __all__ = [
@@ -58,13 +58,10 @@ def auth_config_from(
     get: Getter, allow_anonymous: bool, key_cache_ttl_s: float = DEFAULT_KEY_CACHE_TTL_S
 ) -> AuthConfig:
     """``KR_ALLOW_ANONYMOUS``, ``KR_KEY_CACHE_TTL_S``, ``KR_JWT_HS256_SECRET``, ``KR_JWKS``
-    (a JWKS document as JSON), ``KR_JWT_TENANT_CLAIM``, ``KR_JWT_AUDIENCE``, ``KR_JWT_ISSUER``;
+    (a JWKS document as JSON), ``KR_JWT_TENANT_CLAIM``, ``KR_JWT_AUDIENCE``, ``KR_JWT_ISSUER``,
+    ``KR_JWT_MAX_LIFETIME_S`` (how far ahead a token's ``exp`` may be);
     the arguments are the defaults of the side reading them."""
-    ttl_raw = _text(get, "KR_KEY_CACHE_TTL_S")
-    try:
-        ttl = float(ttl_raw) if ttl_raw else key_cache_ttl_s
-    except ValueError as exc:
-        raise ConfigError(f"KR_KEY_CACHE_TTL_S must be a number, got {ttl_raw!r}") from exc
+    ttl = _number(get, "KR_KEY_CACHE_TTL_S", key_cache_ttl_s)
     return AuthConfig(
         allow_anonymous=parse_switch(
             "KR_ALLOW_ANONYMOUS", _text(get, "KR_ALLOW_ANONYMOUS"), allow_anonymous
@@ -85,7 +82,16 @@ def _jwt_settings(get: Getter) -> JwtSettings | None:
         tenant_claim=_text(get, "KR_JWT_TENANT_CLAIM") or "tenant",
         audience=_text(get, "KR_JWT_AUDIENCE") or None,
         issuer=_text(get, "KR_JWT_ISSUER") or None,
+        max_lifetime_s=_number(get, "KR_JWT_MAX_LIFETIME_S", DEFAULT_MAX_LIFETIME_S),
     )
+
+
+def _number(get: Getter, name: str, default: float) -> float:
+    raw = _text(get, name)
+    try:
+        return float(raw) if raw else default
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
 
 
 def _text(get: Getter, name: str) -> str | None:
