@@ -25,7 +25,14 @@ from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
 from router.api.fair_share import CallerShares, RateLimitedError
 from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
 from router.api.pages import add_page_routes
-from router.auth import AuthConfig, AuthenticationError, Authenticator, Principal, tenant_for
+from router.auth import (
+    AuthConfig,
+    AuthenticationError,
+    Authenticator,
+    KeyStoreUnavailableError,
+    Principal,
+    tenant_for,
+)
 from router.contract import ErrorResponse, QueryRequest, QueryResponse
 from router.deferral import Defer
 from router.errors import RouterError
@@ -146,7 +153,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def router_error(_: Request, exc: RouterError) -> JSONResponse:
         status = exc.http_status if exc.http_status >= 400 else 500
         headers = None
-        if isinstance(exc, RateLimitedError):
+        if isinstance(exc, RateLimitedError | KeyStoreUnavailableError):
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
         return _error(status, exc.code, exc.message, headers)
 

@@ -12,6 +12,7 @@ from router.auth.config import AuthConfig, auth_config_from, parse_switch
 from router.auth.errors import (
     AuthenticationError,
     CredentialsRequiredError,
+    KeyStoreUnavailableError,
     TenantMismatchError,
 )
 from router.auth.jwt import JwtSettings, RsaPublicKey, parse_jwks, verify_jwt
@@ -24,6 +25,7 @@ __all__ = [
     "CredentialsRequiredError",
     "JwtSettings",
     "KeyStore",
+    "KeyStoreUnavailableError",
     "Principal",
     "RsaPublicKey",
     "TenantMismatchError",

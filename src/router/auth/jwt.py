@@ -16,7 +16,7 @@ import hmac
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from router.auth.errors import AuthenticationError
 from router.errors import ConfigError
@@ -171,7 +171,7 @@ def _check_claims(claims: dict[str, Any], s: JwtSettings, now: float) -> None:
             raise AuthenticationError("token audience is not accepted")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
