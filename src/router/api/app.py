@@ -217,14 +217,16 @@ def _add_routes(
             package = await svc.package()
         except RouterError as exc:
             return _error(503, exc.code, exc.message)
+        state = svc.health()
         return JSONResponse(
             {
-                # degraded: serving the last good version while a newer one is refused
-                "status": "degraded" if svc.last_load_error else "ok",
+                # degraded: another version serves than KV names active (refused), or KV fails
+                "status": state["status"],
                 "knowledge_version": package.version,
+                "active_version": state["active_version"],
                 "documents": package.document_count,
                 "sections": package.section_count,
-                "last_load_error": svc.last_load_error,
+                "last_load_error": state["last_load_error"],
                 "embedding_model": package.embedding_model,
             }
         )
