@@ -102,7 +102,8 @@ def create_app(
     (``cf-connecting-ip``), else the connection's peer.
     ``pages`` is the playground's folder (``router.api.pages.PLAYGROUND_DIR``) for a server that
     serves it (``kr serve``; the Worker's static assets serve it before the app), and
-    ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``.
+    ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``, to the operator
+    only (the admin token, ``AuthConfig.admin_token``: it names every tenant's golden queries).
     """
     app = FastAPI(title="Knowledge Router", version=__version__)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
@@ -132,10 +133,10 @@ def create_app(
     _add_routes(app, resolve, authenticator, defer, share_of, caller)
     if pages is not None:
 
-        async def authenticate(request: Request) -> object:
-            return await authenticator(request).authenticate(request.headers.get("authorization"))
+        async def admin_only(request: Request) -> None:
+            authenticator(request).require_admin(request.headers.get("authorization"))
 
-        add_page_routes(app, pages, eval_report, authenticate)
+        add_page_routes(app, pages, eval_report, admin_only)
     return app
 
 

@@ -8,6 +8,7 @@ consistency check (403 when it differs from the credential's).
 
 from __future__ import annotations
 
+import hmac
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from router.auth.api_keys import (
 )
 from router.auth.config import AuthConfig
 from router.auth.errors import (
+    AdminRequiredError,
     AuthenticationError,
     CredentialsRequiredError,
     KeyStoreUnavailableError,
@@ -98,6 +100,20 @@ class Authenticator:
         if token.startswith("kr_"):
             return await self._api_key(token)
         return self._jwt(token)
+
+    def require_admin(self, authorization: str | None) -> None:
+        """Pass only a request presenting the admin token (``Bearer <KR_ADMIN_TOKEN>``, compared
+        in constant time): 401 for any other credential or none — a tenant's key included —,
+        403 where no admin token is configured (the operator's routes are off)."""
+        expected = self.config.admin_token
+        if expected is None:
+            raise AdminRequiredError(
+                "this route is for the operator and is off: set KR_ADMIN_TOKEN to open it"
+            )
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        presented = token.strip().encode("utf-8") if scheme.lower() == "bearer" else b""
+        if not hmac.compare_digest(presented, expected.encode("utf-8")):
+            raise AuthenticationError("this route needs the admin token (KR_ADMIN_TOKEN)")
 
     async def _api_key(self, presented: str) -> Principal:
         key_id = key_id_of(presented)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from router.errors import RouterError
 
 __all__ = [
+    "AdminRequiredError",
     "AuthenticationError",
     "CredentialsRequiredError",
     "KeyStoreUnavailableError",
@@ -50,3 +51,11 @@ class KeyStoreUnavailableError(RouterError):
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class AdminRequiredError(RouterError):
+    """An operator's route (the evaluation report) on a server without an admin token: it is
+    off, whatever the caller presents (403)."""
+
+    code = "admin_required"
+    http_status = 403
