@@ -16,7 +16,9 @@ from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -38,7 +40,7 @@ from router.deferral import Defer
 from router.errors import RouterError
 from router.service import KnowledgeService
 
-__all__ = ["ERROR_RESPONSES", "create_app"]
+__all__ = ["ERROR_RESPONSES", "create_app", "openapi_document"]
 
 ServiceFactory = Callable[[Request], KnowledgeService]
 AuthFactory = Callable[[Request], Authenticator]
@@ -56,14 +58,35 @@ def _documented(text: str) -> dict[str, Any]:
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented(
+        "The body is not JSON the parser accepts (`http_error`: invalid UTF-8, nesting too "
+        "deep, an integer too long)"
+    ),
     401: _documented("No credential where one is needed, or a bad one"),
     403: _documented("The body names a tenant other than the credential's"),
+    405: _documented("A method the path does not serve (see Allow)"),
     413: _documented(f"The body is over {MAX_BODY_BYTES} bytes"),
     422: _documented("The body does not match the schema"),
     429: _documented("The caller used its share of serving time (see Retry-After)"),
-    503: _documented("No knowledge version can be served"),
+    503: _documented(
+        "No knowledge version can be served, or the key store cannot check the key (see "
+        "Retry-After)"
+    ),
 }
 """The error statuses of ``/v1/query`` as OpenAPI shows them (instead of ``{detail: [...]}``)."""
+
+
+def openapi_document(app: FastAPI, anonymous: bool) -> dict[str, Any]:
+    """The app's OpenAPI document as a caller of this server finds it: where anonymous access
+    is on, a credential is optional (``security`` also lists ``{}``), so a request without one
+    that is answered 200 is what the document says, not an ignored authentication."""
+    document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    if anonymous:
+        for operations in document.get("paths", {}).values():
+            for operation in operations.values():
+                if operation.get("security"):
+                    operation["security"] = [*operation["security"], {}]
+    return document
 
 
 async def _run(work: Awaitable[None]) -> None:
@@ -105,7 +128,9 @@ def create_app(
     ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``, to the operator
     only (the admin token, ``AuthConfig.admin_token``: it names every tenant's golden queries).
     """
-    app = FastAPI(title="Knowledge Router", version=__version__)
+    # /openapi.json and /docs are this app's own routes: the document depends on the caller's
+    # server's anonymous setting (a function of the request in the Worker)
+    app = FastAPI(title="Knowledge Router", version=__version__, openapi_url=None, redoc_url=None)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     app.add_middleware(CorsMiddleware, policy=cors)  # outermost: errors get CORS headers too
     anonymous = Authenticator(AuthConfig(allow_anonymous=True))
@@ -131,6 +156,7 @@ def create_app(
 
     _add_error_handlers(app)
     _add_routes(app, resolve, authenticator, defer, share_of, caller)
+    _add_openapi_routes(app, authenticator)
     if pages is not None:
 
         async def admin_only(request: Request) -> None:
@@ -138,6 +164,23 @@ def create_app(
 
         add_page_routes(app, pages, eval_report, admin_only)
     return app
+
+
+def _add_openapi_routes(app: FastAPI, authenticator: AuthFactory) -> None:
+    """``GET /openapi.json`` (:func:`openapi_document` for the server's anonymous setting, built
+    once per setting) and ``GET /docs`` (Swagger UI over it)."""
+    documents: dict[bool, dict[str, Any]] = {}
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi(request: Request) -> JSONResponse:
+        anonymous = authenticator(request).config.allow_anonymous
+        if anonymous not in documents:
+            documents[anonymous] = openapi_document(app, anonymous)
+        return JSONResponse(documents[anonymous])
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - Swagger UI")
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -211,7 +254,7 @@ def _add_routes(
         finally:
             shares.settle(who, (time.perf_counter() - started) * 1000)
 
-    @app.get("/v1/health")
+    @app.get("/v1/health", responses={405: ERROR_RESPONSES[405], 503: ERROR_RESPONSES[503]})
     async def health(request: Request) -> JSONResponse:
         svc = resolve(request)
         try:
@@ -234,7 +277,7 @@ def _add_routes(
 
     @app.get(
         "/v1/metrics",
-        responses={401: ERROR_RESPONSES[401]},
+        responses={status: ERROR_RESPONSES[status] for status in (401, 405, 503)},
         dependencies=[Security(_bearer)],
     )
     async def metrics(request: Request) -> JSONResponse:
