@@ -204,7 +204,8 @@ def _serve(sub: Subparsers) -> None:
         default=serve.DEFAULT_EVAL_REPORT,
         metavar="FILE",
         help="the kr eval report the playground's golden-set view (/eval) shows; default "
-        "%(default)s (served at /eval/report.json with /v1/metrics's credential rule)",
+        "%(default)s (served at /eval/report.json to the operator only: Bearer $KR_ADMIN_TOKEN; "
+        "off without it)",
     )
     _reranker_arg(p)
 

@@ -1,5 +1,6 @@
 """``kr serve``: the HTTP API over the local service (uvicorn, in this process), and the
-playground at ``/`` (``router.api.pages``) with the last golden-set report at ``/eval``."""
+playground at ``/`` (``router.api.pages``) with the last golden-set report at ``/eval`` (to the
+operator only: ``KR_ADMIN_TOKEN``, read with the other ``KR_*`` credentials)."""
 
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ __all__ = [
     "SqliteRelationalStore",
     "default_state_dir",
     "migrations_dir",
+    "sqlite_call",
 ]
 
 DEFAULT_STATE_DIR = ".kr-state"
@@ -179,10 +180,10 @@ class SqliteKeyValueStore:
         return db
 
     async def get(self, key: str) -> str | None:
-        return await _in_thread(self._get, key, where=f"local KV ({self.path.name})")
+        return await sqlite_call(self._get, key, where=f"local KV ({self.path.name})")
 
     async def put(self, key: str, value: str) -> None:
-        await _in_thread(self._put, key, value, where=f"local KV ({self.path.name})")
+        await sqlite_call(self._put, key, value, where=f"local KV ({self.path.name})")
 
     def _get(self, key: str) -> str | None:
         with closing(self._connect()) as db, db:
@@ -216,7 +217,7 @@ class SqliteKeyValueStore:
         )
 
 
-async def _in_thread(work: Callable[..., T], *args: Any, where: str) -> T:
+async def sqlite_call(work: Callable[..., T], *args: Any, where: str) -> T:
     """Run blocking SQLite work off the event loop; its errors become ``BindingError``.
     Driven without a loop (``router.sync.run_sync``), there is no loop to keep free: inline."""
     try:
