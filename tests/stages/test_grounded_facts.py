@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from router.compile.build import build_knowledge
 from router.contract import QueryRequest, QueryResponse
-from router.package.reader import KnowledgePackage, load_package
+from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.support.grounding import numbers_in, rank_sentences, states_value
 from router.support.plain_text import plain_sentence
-from tests.common import TODAY, write_doc
+from tests.common import TODAY, package_of
 
 DOCS = {
     "ferias.md": """---
@@ -89,11 +88,7 @@ folha manual é aceita. O ponto por aplicativo exige a geolocalização ativada.
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory: pytest.TempPathFactory) -> KnowledgePackage:
-    folder = tmp_path_factory.mktemp("hr-help-center")
-    for name, text in DOCS.items():
-        write_doc(folder, name, text)
-    files = build_knowledge(folder).package.files()
-    return load_package(files["manifest.json"], files.__getitem__)
+    return package_of(tmp_path_factory.mktemp("hr-help-center"), DOCS)
 
 
 def ask(package: KnowledgePackage, query: str) -> QueryResponse:
