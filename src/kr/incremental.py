@@ -22,6 +22,7 @@ from router.compile.corpus import (
     Diagnostic,
     knowledge_file_stats,
     parse_knowledge_file,
+    strict_failure,
 )
 from router.compile.delta import DeltaPolicy, Placement, changes_since, compile_delta
 from router.compile.embedding import PassageEncoder, embed_sections
@@ -120,8 +121,7 @@ def try_delta(
     documents, diagnostics = _parse(scan.changed, reuse)
     errors = [d for d in diagnostics if d.level == "error"]
     if strict and errors:
-        first = errors[0]
-        raise KnowledgeFormatError(first.path, first.line, f"{len(errors)} error(s): {first}")
+        raise strict_failure(errors)
     failed = [d.path for d in errors]
     gone = set(scan.removed) | set(failed) | {doc.path for doc in documents}
     manifest = base.manifest()
