@@ -20,9 +20,9 @@ from kr.document_cache import DocumentCache, parser_digest
 from router.compile.corpus import (
     SYNONYMS_FILE,
     Diagnostic,
+    build_failure,
     knowledge_file_stats,
     parse_knowledge_file,
-    strict_failure,
 )
 from router.compile.delta import DeltaPolicy, Placement, changes_since, compile_delta
 from router.compile.embedding import PassageEncoder, embed_sections
@@ -121,7 +121,7 @@ def try_delta(
     documents, diagnostics = _parse(scan.changed, reuse)
     errors = [d for d in diagnostics if d.level == "error"]
     if strict and errors:
-        raise strict_failure(errors)
+        raise build_failure(errors)
     failed = [d.path for d in errors]
     gone = set(scan.removed) | set(failed) | {doc.path for doc in documents}
     manifest = base.manifest()

@@ -49,6 +49,16 @@ def test_strict_prints_every_error_with_its_file_and_line(
             assert sum(line.strip().startswith(said) for line in lines) == 1, (said, err)
 
 
+def test_a_folder_whose_every_file_is_skipped_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = tmp_path / "kb"
+    expected = bad_files(kb, 3)
+    assert kr_build(kb, tmp_path / "state") == 2  # not "no documents to index" alone
+    err = capsys.readouterr().err
+    assert "3 error(s)" in err and all(said in err for said in expected)
+
+
 def _rule(semantic_id: str, start: str, end: str | None, tenant: str = "*") -> str:
     until = f"validUntil: {end}\n" if end else ""
     return (

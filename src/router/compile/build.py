@@ -9,8 +9,8 @@ from router.compile.corpus import (
     BuildPhases,
     KnowledgeCorpus,
     ParsedDocuments,
+    build_failure,
     load_knowledge,
-    strict_failure,
 )
 from router.compile.doc2query import Doc2Query
 from router.compile.embedding import PassageEncoder, embed_sections
@@ -42,8 +42,8 @@ def build_knowledge(
     generator error fails the build rather than leave some sections without. ``reuse`` holds
     the documents of earlier builds (a file whose bytes did not change is not parsed again)."""
     corpus = load_knowledge(root, strict=strict, phases=phases, reuse=reuse)
-    if strict and corpus.errors:
-        raise strict_failure(corpus.errors)
+    if corpus.errors and (strict or not corpus.documents):  # nothing left: say why
+        raise build_failure(corpus.errors)
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
     if doc2query is not None:
         source["generated_questions"] = doc2query.write(corpus.documents)

@@ -25,11 +25,11 @@ __all__ = [
     "Diagnostic",
     "KnowledgeCorpus",
     "ParsedDocuments",
+    "build_failure",
     "knowledge_file_stats",
     "knowledge_files",
     "load_knowledge",
     "parse_knowledge_file",
-    "strict_failure",
 ]
 
 BuildPhases = Callable[[str, int], Callable[[int], None]]
@@ -75,9 +75,10 @@ class KnowledgeCorpus:
         return [d for d in self.diagnostics if d.level == "error"]
 
 
-def strict_failure(errors: list[Diagnostic]) -> KnowledgeFormatError:
-    """The error a build fails with on ``errors`` (``--strict``): all of them, one per line,
-    ``file:line: message`` each — an author fixes a folder from one run, not one file a run."""
+def build_failure(errors: list[Diagnostic]) -> KnowledgeFormatError:
+    """The error a build fails with on ``errors`` (any, with ``--strict``; or those that left
+    nothing to build): all of them, one per line, ``file:line: message`` each — an author
+    fixes a folder from one run, not one file a run."""
     first = errors[0]
     listing = "\n".join(f"  {error.path}:{error.line}: {error.message}" for error in errors)
     return KnowledgeFormatError(first.path, first.line, f"{len(errors)} error(s):\n{listing}")
@@ -121,7 +122,7 @@ def load_knowledge(
     ``reuse``, a file parsed before with the same bytes is taken from it.
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
-    build on any error (``strict_failure``). So is a file that conflicts with an earlier one (the
+    build on any error (``build_failure``). So is a file that conflicts with an earlier one (the
     same id with an overlapping validity window, another file's section id).
     A field that reads like prompt injection is a warning (``router.safety.fields``): the file is
     built, its text kept as flagged data, as an unknown wikilink is.

@@ -31,7 +31,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.events import AliasEvent
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node
 
 __all__ = [
     "FAST_LOADER",
@@ -77,53 +77,59 @@ def _timestamp(loader: Any, node: Node) -> Any:
 
 class _Bounded:
     """What both loaders add to PyYAML's safe loader: the node-graph check before anything is
-    constructed, and constructions that fail only as YAML errors."""
+    constructed, and constructions that fail only as YAML errors (without a line here: the
+    parser then re-reads with :data:`REPORTING_LOADER`, whose ``construct_object`` names it)."""
 
     def get_single_data(self) -> Any:
         node = self.get_single_node()  # type: ignore[attr-defined]
         if node is None:
             return None
         check_nodes(node)
-        return self.construct_document(node)  # type: ignore[attr-defined]
-
-    def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
-            return super().construct_object(node, deep)  # type: ignore[misc]
+            return self.construct_document(node)  # type: ignore[attr-defined]
         except yaml.YAMLError:
             raise
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
-            value = node.value if isinstance(node.value, str) else node.tag
-            problem = f"cannot read {value[:40]!r} as {node.tag.rsplit(':', 1)[-1]}: {exc}"
-            raise ConstructorError(None, None, problem, node.start_mark) from exc
+        except _CONVERSION_ERRORS as exc:
+            raise ConstructorError(None, None, f"cannot read a value: {exc}") from exc
+
+
+_CONVERSION_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
 
 
 def check_nodes(root: Node) -> None:
     """Refuse a composed graph with a shared node (an alias), more than ``MAX_NODES`` nodes or
-    deeper than ``MAX_DEPTH``; iterative, and it stops at the first problem, so a graph built to
-    expand exponentially costs no more than the file's own size to refuse."""
+    deeper than ``MAX_DEPTH``. Level by level and iterative, and it stops at the first problem,
+    so a graph built to expand exponentially costs no more than the file's own size to refuse."""
     seen: set[int] = set()
-    stack: list[tuple[Node, int]] = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in seen:
-            raise ComposerError(None, None, ALIAS_PROBLEM, node.start_mark)
-        seen.add(id(node))
-        if len(seen) > MAX_NODES:
-            raise ComposerError(None, None, f"more than {MAX_NODES} values", node.start_mark)
+    level: list[Node] = [root]
+    depth = 1
+    while level:
         if depth > MAX_DEPTH:
             problem = f"nested deeper than {MAX_DEPTH} levels"
-            raise ComposerError(None, None, problem, node.start_mark)
-        if isinstance(node, SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, MappingNode):
-            for key, value in node.value:
-                stack += [(key, depth + 1), (value, depth + 1)]
+            raise ComposerError(None, None, problem, level[0].start_mark)
+        below: list[Node] = []
+        for node in level:
+            if id(node) in seen:
+                raise ComposerError(None, None, ALIAS_PROBLEM, node.start_mark)
+            seen.add(id(node))
+            value = node.value
+            if isinstance(value, list):  # a sequence's nodes, or a mapping's (key, value) pairs
+                if isinstance(node, MappingNode):
+                    for pair in value:
+                        below += pair
+                else:
+                    below += value
+        if len(seen) > MAX_NODES:
+            raise ComposerError(None, None, f"more than {MAX_NODES} values", root.start_mark)
+        level = below
+        depth += 1
 
 
-class _ReportingComposer:
-    """The pure-Python composer, refusing an alias at its own line and a nesting past
-    ``MAX_DEPTH`` before recursing into it (its recursion would otherwise reach Python's
-    limit on a ``[[[[…`` that libyaml accepts)."""
+class _Reporting:
+    """The pure-Python loader's additions: an alias refused at its own line, a nesting past
+    ``MAX_DEPTH`` refused before the composer recurses into it (its recursion would otherwise
+    reach Python's limit on a ``[[[[…`` that libyaml accepts), and a value that cannot be
+    converted named at its line."""
 
     _depth = 0
 
@@ -140,6 +146,16 @@ class _ReportingComposer:
         finally:
             self._depth -= 1
 
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)  # type: ignore[misc]
+        except yaml.YAMLError:
+            raise
+        except _CONVERSION_ERRORS as exc:
+            value = node.value if isinstance(node.value, str) else node.tag
+            problem = f"cannot read {value[:40]!r} as {node.tag.rsplit(':', 1)[-1]}: {exc}"
+            raise ConstructorError(None, None, problem, node.start_mark) from exc
+
 
 _C_LOADER = getattr(yaml, "CSafeLoader", None)
 
@@ -149,7 +165,7 @@ class _FastLoader(_Bounded, _C_LOADER or yaml.SafeLoader):  # type: ignore[misc]
     the pure-Python one, bounded, when PyYAML was built without libyaml."""
 
 
-class _ReportingLoader(_Bounded, _ReportingComposer, yaml.SafeLoader):  # type: ignore[misc]
+class _ReportingLoader(_Reporting, _Bounded, yaml.SafeLoader):  # type: ignore[misc]
     """The pure-Python safe loader, bounded: slower, but its errors point at the problem."""
 
 
