@@ -60,6 +60,17 @@ def test_every_alias_is_refused_at_its_own_line(front: str, line: int) -> None:
     assert "aliases (*name) are not allowed" in info.value.detail
 
 
+def test_an_alias_bomb_in_the_synonyms_file_is_refused_too(tmp_path: Path) -> None:
+    write_doc(tmp_path, "ok.md", "---\nsemanticId: ok\ntitle: Ok\n---\nTexto.\n")
+    groups = ["- &g0 [PT, permissão de trabalho]"]
+    groups += [f"- &g{n} [{', '.join([f'*g{n - 1}'] * 10)}]" for n in range(1, 7)]
+    write_doc(tmp_path, "_synonyms.yml", "\n".join(groups) + "\n")
+    corpus = load_knowledge(tmp_path)
+    [error] = corpus.errors
+    assert (error.path, error.line) == ("_synonyms.yml", 2) and "aliases" in error.message
+    assert corpus.synonyms == []
+
+
 def test_an_anchor_without_an_alias_is_harmless() -> None:
     doc = parse_document("x.md", "---\nsemanticId: a\ntitle: &t T\nkeywords: &k [a]\n---\nb\n")
     assert (doc.title, doc.keywords) == ("T", ["a"])

@@ -16,6 +16,7 @@ import yaml
 
 from router.analysis.text import normalize_text
 from router.errors import KnowledgeFormatError
+from router.knowledge.front_matter import MAX_SYNONYM_NODES, load_bounded
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
 from router.safety.fields import flag_document
@@ -173,7 +174,8 @@ def _load_synonyms(base: Path, corpus: KnowledgeCorpus) -> list[list[str]]:
     if not path.is_file():
         return []
     try:
-        data = yaml.safe_load(normalize_text(path.read_text(encoding="utf-8"))) or []
+        text = normalize_text(path.read_text(encoding="utf-8"))
+        data = load_bounded(text, max_nodes=MAX_SYNONYM_NODES) or []  # no alias bomb here either
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

@@ -1,4 +1,4 @@
-"""Bounded YAML loading of a knowledge file's front matter: what the parser reads it with.
+"""Bounded YAML loading of a knowledge file's front matter (and of ``_synonyms.yml``).
 
 Why bounded: front matter is written by anyone who can add a file, and plain YAML lets a 1 KB
 file describe gigabytes — six levels of ``&a [*a, *a, …]`` under an unknown key wrote a 6.9 MB
@@ -19,8 +19,10 @@ the value's line.
 
 Speed: :data:`FAST_LOADER` keeps libyaml's parser and composer (C) and checks the composed node
 graph in one pass; a shared node in it is an alias. It names the anchor's line, not the alias's,
-so on any error the parser re-reads the text with :data:`REPORTING_LOADER` (pure Python, which
-refuses an alias or a deep nesting at the event and whose marks are exact).
+so on any error :func:`load_bounded` re-reads the text with :data:`REPORTING_LOADER` (pure
+Python, which refuses an alias or a deep nesting at the event and whose marks are exact). On
+the sample's front matter the bounded load costs ~100 µs a file, plain ``CSafeLoader`` ~90 µs,
+the pure-Python loader ~800 µs.
 """
 
 from __future__ import annotations
@@ -38,12 +40,15 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FRONT_MATTER_CHARS",
     "MAX_NODES",
+    "MAX_SYNONYM_NODES",
     "REPORTING_LOADER",
     "InvalidTimestamp",
+    "load_bounded",
 ]
 
 MAX_FRONT_MATTER_CHARS = 65_536  # the sample's longest is 731
 MAX_NODES = 5_000  # scalars, lists and mappings (the sample's largest has ~40)
+MAX_SYNONYM_NODES = 1_000_000  # ``_synonyms.yml``: groups of terms, no alias either
 MAX_DEPTH = 16  # levels of values: the front matter's mapping is 1, a fact's value 3
 
 ALIAS_PROBLEM = "aliases (*name) are not allowed in front matter: write the value out"
@@ -80,11 +85,13 @@ class _Bounded:
     constructed, and constructions that fail only as YAML errors (without a line here: the
     parser then re-reads with :data:`REPORTING_LOADER`, whose ``construct_object`` names it)."""
 
+    max_nodes = MAX_NODES
+
     def get_single_data(self) -> Any:
         node = self.get_single_node()  # type: ignore[attr-defined]
         if node is None:
             return None
-        check_nodes(node)
+        check_nodes(node, self.max_nodes)
         try:
             return self.construct_document(node)  # type: ignore[attr-defined]
         except yaml.YAMLError:
@@ -96,7 +103,7 @@ class _Bounded:
 _CONVERSION_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
 
 
-def check_nodes(root: Node) -> None:
+def check_nodes(root: Node, max_nodes: int = MAX_NODES) -> None:
     """Refuse a composed graph with a shared node (an alias), more than ``MAX_NODES`` nodes or
     deeper than ``MAX_DEPTH``. Level by level and iterative, and it stops at the first problem,
     so a graph built to expand exponentially costs no more than the file's own size to refuse."""
@@ -119,8 +126,8 @@ def check_nodes(root: Node) -> None:
                         below += pair
                 else:
                     below += value
-        if len(seen) > MAX_NODES:
-            raise ComposerError(None, None, f"more than {MAX_NODES} values", root.start_mark)
+        if len(seen) > max_nodes:
+            raise ComposerError(None, None, f"more than {max_nodes} values", root.start_mark)
         level = below
         depth += 1
 
@@ -174,3 +181,22 @@ for _loader in (_FastLoader, _ReportingLoader):
 
 FAST_LOADER: type = _FastLoader
 REPORTING_LOADER: type = _ReportingLoader
+
+
+def load_bounded(text: str, max_nodes: int = MAX_NODES) -> Any:
+    """``text`` read as YAML within the bounds (at most ``max_nodes`` values): with
+    :data:`FAST_LOADER`, and on any error again with :data:`REPORTING_LOADER`, whose
+    ``yaml.YAMLError`` (raised) marks the problem's own line."""
+    try:
+        return _load(FAST_LOADER, text, max_nodes)
+    except yaml.YAMLError:
+        return _load(REPORTING_LOADER, text, max_nodes)
+
+
+def _load(loader_class: type, text: str, max_nodes: int) -> Any:
+    loader = loader_class(text)
+    loader.max_nodes = max_nodes
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

@@ -17,12 +17,7 @@ import yaml
 
 from router.analysis.text import normalize_text, slugify
 from router.errors import KnowledgeFormatError
-from router.knowledge.front_matter import (
-    FAST_LOADER,
-    MAX_FRONT_MATTER_CHARS,
-    REPORTING_LOADER,
-    InvalidTimestamp,
-)
+from router.knowledge.front_matter import MAX_FRONT_MATTER_CHARS, InvalidTimestamp, load_bounded
 from router.knowledge.model import (
     ALL_TENANTS,
     DOCUMENT_STATUSES,
@@ -111,21 +106,9 @@ def _front_matter(path: str, lines: list[str]) -> tuple[dict[str, Any], int]:
         message = f"front matter is longer than {MAX_FRONT_MATTER_CHARS} characters"
         raise KnowledgeFormatError(path, 2, message)
     try:
-        meta = yaml.load(text, Loader=FAST_LOADER) or {}
-    except yaml.YAMLError:
-        meta = _front_matter_error(path, text)
-    if not isinstance(meta, dict):
-        raise KnowledgeFormatError(path, 2, "front matter must be a mapping of keys to values")
-    return meta, index + 1
-
-
-def _front_matter_error(path: str, text: str) -> Any:
-    """Re-read broken front matter with the pure-Python loader, whose error names the line
-    where the problem is (libyaml's points at the end of the stream, and at an anchor rather
-    than its alias), and raise it, with the top-level key it is under."""
-    try:
-        return yaml.load(text, Loader=REPORTING_LOADER) or {}
+        meta = load_bounded(text) or {}
     except yaml.YAMLError as exc:
+        # the reporting loader's error: its mark is the problem's own line
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 2
         problem = getattr(exc, "problem", None) or str(exc)
@@ -133,6 +116,9 @@ def _front_matter_error(path: str, text: str) -> Any:
         where = f" in {key!r}" if key else ""
         message = f"invalid YAML front matter{where}: {problem}"
         raise KnowledgeFormatError(path, line, message) from exc
+    if not isinstance(meta, dict):
+        raise KnowledgeFormatError(path, 2, "front matter must be a mapping of keys to values")
+    return meta, index + 1
 
 
 def _top_key_above(lines: list[str], index: int) -> str | None:
