@@ -32,7 +32,7 @@ def test_an_alias_bomb_is_refused_at_the_alias_line_and_skipped(tmp_path: Path) 
     result = build_knowledge(tmp_path)
     assert [str(d) for d in result.corpus.errors] == [
         "error: bomb.md:6: invalid YAML front matter in 'extra': aliases (*name) are not "
-        "allowed in front matter: write the value out"
+        "allowed: write each value out"
     ]
     assert result.package.manifest.counts["documents"] == 1
     assert sum(len(blob) for blob in result.package.files().values()) < 100_000

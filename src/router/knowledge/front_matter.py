@@ -51,7 +51,7 @@ MAX_NODES = 5_000  # scalars, lists and mappings (the sample's largest has ~40)
 MAX_SYNONYM_NODES = 1_000_000  # ``_synonyms.yml``: groups of terms, no alias either
 MAX_DEPTH = 16  # levels of values: the front matter's mapping is 1, a fact's value 3
 
-ALIAS_PROBLEM = "aliases (*name) are not allowed in front matter: write the value out"
+ALIAS_PROBLEM = "aliases (*name) are not allowed: write each value out"
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
