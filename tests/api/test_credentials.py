@@ -395,3 +395,17 @@ def test_kr_serve_without_anonymous_access_takes_keys_from_kr_keys(
         "/v1/query", json={"query": "APR"}, headers={"Origin": "https://app.example"}
     )
     assert origin.headers["access-control-allow-origin"] == "https://app.example"
+
+
+@pytest.mark.parametrize("tenant", ["a b/../c", "Acme", f"{ALFA}\n", "acme.corp", "", "-x"])
+def test_a_tenant_id_outside_the_builds_grammar_names_no_partition(
+    service: KnowledgeService, keys: SqliteKeyStore, tenant: str
+) -> None:
+    """Keys and tokens take the build's tenant grammar (``router.knowledge.tenants``): a key
+    for ``a b/../c`` would name a partition no build can make, a token claiming ``Acme`` or
+    ``alfa\\n`` one that is not the tenant it looks like."""
+    with pytest.raises(ConfigError):
+        keys.create(tenant)
+    client = client_for(service, keys, jwt=JwtSettings(hs256_secret=SECRET))
+    refused = ask(client, hs256(claims(tenant=tenant)))
+    assert refused.status_code == 401 and "tenant" in refused.json()["error"]["message"]
