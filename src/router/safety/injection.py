@@ -14,6 +14,7 @@ letter-by-letter spacing ("i g n o r e") joined, so those obfuscations read as t
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 
@@ -23,6 +24,7 @@ __all__ = [
     "logical_lines",
     "looks_like_injection",
     "scan_form",
+    "scan_forms",
     "sentence_flags",
     "split_sentences",
     "visible_text",
@@ -35,49 +37,122 @@ _NEGATION = re.compile(r"\b(nao|nunca|jamais|nem|never|not|don't|dont) $")
 _NOT = "(?#negatable)"  # marks the patterns whose match is void after a negation
 # Verbs that order an assistant to drop what it was told, and what they drop.
 _DROP = (
-    r"ignore|ignora|ignorar|ignorem|desconsidere|desconsiderar|desconsidera|esqueca|esquecer|"
-    r"esquece|disregard|forget|override"
+    r"ignore|ignora|ignorar|ignorem|desconsidere|desconsiderar|desconsidera|desconsiderem|"
+    r"esqueca|esquecam|esquecer|esquece|despreze|disregard|forget|override|overrule"
+)
+# Softer verbs ("set aside", "deixe de lado"): an order only with what they drop named as the
+# earlier instructions ("the earlier guidance") or right after them ("deixe de lado as
+# orientações"): "descarte as luvas conforme as orientações" is advice.
+_SET_ASIDE = (
+    r"set aside|put aside|lay aside|leave aside|cast aside|push aside|toss aside|throw out|"
+    r"discard|abandon|bypass|circumvent|skip|no longer follow|stop following|"
+    r"deixe de lado|deixa de lado|deixar de lado|deixem de lado|ponha de lado|coloque de lado|"
+    r"abandone|descarte|despreze|anule|contorne|burle|pule|deixe de seguir|pare de seguir|"
+    r"nao siga mais|nao obedeca mais"
 )
 _RULES = (
     r"instruc\w*|regras?|orientac\w*|diretrizes?|comandos?|restric\w*|politicas?|prompts?|"
-    r"instructions?|rules?|guidelines?|directives?|policies|policy|restrictions?|guardrails?|"
-    r"commands?"
+    r"programacao|instructions?|rules?|guidelines?|guidance|directives?|policies|policy|"
+    r"restrictions?|guardrails?|constraints|safeguards|programming|commands?|context"
 )
 # What makes the dropped rules the assistant's own: "as anteriores", "todas", "suas", "above".
 _THEIRS = (
     r"anteriores?|previas?|acima|todas?|todos?|suas|seus|tuas|teus|quaisquer|"
     r"previous|prior|above|all|earlier|preceding|your|any"
 )
-_AFTER = r"anteriores?|previas?|acima|above|before|previous|prior|earlier"
+_AFTER = (
+    r"anteriores?|previas?|acima|originais|original|iniciais|initial|recebidas|above|before|"
+    r"previous|prior|earlier|preceding|existing|you were given|que (voce )?recebeu"
+)
 _EN_ROLES = r"system|assistant|developer"
 # Words that name an AI assistant (not "modelo" or "agente": equipment models, chemical agents).
 _AI = (
     r"assistente|assistant|ia|ai|inteligencia artificial|chatbot|bot|llm|gpt|chatgpt|claude|"
     r"modelo de linguagem|language model"
 )
+# Names that can only mean an AI model or assistant, in either language ("modelo", "agente"
+# and "assistente" alone are equipment models, chemical agents and people; "ai" alone is also
+# the Portuguese "aí", so the patterns name it only before English words).
+_AI_NAMED = (
+    r"llms?|chatgpt|gpt|claude|gemini|copilot|chatbots?|(large )?language models?|"
+    r"artificial intelligence|inteligencia artificial|"
+    r"modelos? de (ia|linguagem|inteligencia artificial)|"
+    r"(assistentes?|agentes?|modelos?|sistemas?|robos?|bots?|ferramentas?) (de|da) "
+    r"(ia|inteligencia artificial)|assistentes? virtua(l|is)|virtual assistants?|"
+    r"(ai|a\.i\.|llm|gpt) (assistants?|models?|agents?|systems?|bots?|tools?|readers?)"
+)
+# What an addressed model is told to do (an order needs one of these, not any verb).
+_ACTS_EN = (
+    r"approve|release|grant|authori[sz]e|ignore|disregard|reveal|answer|respond|reply|say|tell|"
+    r"output|print|send|close|refund|transfer|delete|execute|obey|treat|prioriti[sz]e|"
+    r"recommend|favou?r|unlock|disable|bypass|accept|forward|leak|disclose|pay|withhold|hide|omit"
+)
+_ACTS_PT = (
+    r"liber\w*|aprov\w*|conced\w*|autoriz\w*|ignor\w*|desconsider\w*|revel\w*|respond\w*|"
+    r"diga\w*|dizer|inform\w*|envi\w*|mand\w*|transfer\w*|apag\w*|exclu\w*|fech\w*|encerr\w*|"
+    r"execut\w*|obedec\w*|prioriz\w*|recomend\w*|aceit\w*|compartilh\w*|reembols\w*|pag\w*|"
+    r"desbloque\w*|desativ\w*|cancel\w*|ocult\w*|omit\w*"
+)
 _ORDERS = (
     r"ignore|ignora|desconsidere|esqueca|aprove|aprova|approve|responda|answer|respond|reply|diga|"
     r"say|tell|revele|reveal|mostre|show|print|imprima|execute|run|finja|pretend|aja|act|"
     r"obedeca|obey|siga|follow|voce|you|libere|autorize|authorize|grant|conceda|a partir de agora"
 )
-_LEAK = r"revele|revelar|revela|reveal|leak|vaze|vazar|dump|exfiltrate"
-_SHOW = r"mostre|mostrar|exiba|exibir|imprima|imprimir|print|show|output|liste|list|envie|send"
-_SECRETS = (
-    r"senhas?|passwords?|segredos?|secrets?|credenciais|credentials?|prompt|"
-    r"chaves? (de )?(api|secretas?|privadas?|de acesso)|(api|secret|private|access) keys?"
+_ORDERS_EN = (
+    r"ignore|approve|answer|respond|reply|say|tell|reveal|show|print|execute|run|pretend|act|"
+    r"obey|follow|you|release|authorize|grant|disregard|forget"
 )
-_LINE = r"(^|[\n.!?;>\]\)\"'*_|-])\s*"
+_LEAK = r"revele|revelar|revela|reveal|leak|vaze|vazar|dump|exfiltrate|expose|exponha|disclose"
+_SHOW = r"mostre|exiba|imprima|repita|print|show|output|display|repeat"
+_SECRETS = (
+    r"senhas?|passwords?|passphrases?|segredos?|secrets?|credenciais|credentials?|"
+    r"(system|hidden|initial|your) prompt|prompt (do sistema|inicial|oculto)|seu prompt|"
+    r"suas instrucoes|your instructions|tokens? (de acesso|de api|secretos?)|"
+    r"(access|api|auth|bearer|secret) tokens?|chaves? (de api|secretas?|privadas?)|"
+    r"(api|secret|private|ssh) keys?|dados bancarios|bank (details|account)s?|"
+    r"numeros? (do|de) cartao|card numbers?|cvv|variaveis de ambiente|environment variables"
+)
+# The same, only where asking to see them cannot be a screen's own "show password" button.
+_SECRETS_MANY = (
+    r"senhas|passwords|segredos|secrets|credenciais|credentials|system prompt|"
+    r"prompt do sistema|seu prompt|your prompt|suas instrucoes|your instructions|"
+    r"tokens de acesso|access tokens|api tokens|api keys|secret keys|private keys|chaves de api|"
+    r"chaves secretas|chaves privadas|(admin|administrator|root) password|"
+    r"senha do (administrador|admin|root)|environment variables|variaveis de ambiente"
+)
+_ADDRESS = (
+    r"note|message|instructions?|reminder|attention|warning|notice|memo|directive|"
+    r"nota|recado|mensagem|lembrete|atencao|aviso|instrucao|instrucoes|ordem|ordens|observacao"
+)
+_DETERMINER = (
+    r"(the |o |a |os |as |any |all |every |each |qualquer |quaisquer |todo |todos |todas |"
+    r"todos os |todas as |cada |this |este |esta )?"
+)
+_LINE = r"(^|[\n.!?;>\[\]{}\)\"'`*|]|(?<!\w)[-_])\s*"
 
 _PATTERNS = [
     # "ignore todas as instruções", "disregard all previous rules", "esqueça suas regras"
     rf"{_NOT}\b({_DROP})\b.{{0,40}}\b({_THEIRS})\b.{{0,30}}\b({_RULES})\b",
     # "ignore as instruções anteriores", "forget the rules above"
     rf"{_NOT}\b({_DROP})\b.{{0,40}}\b({_RULES})\b.{{0,20}}\b({_AFTER})\b",
-    rf"{_NOT}\b(ignore|disregard|forget|esqueca|desconsidere)\s+(everything|tudo)\b",
+    rf"{_NOT}\b({_DROP}|{_SET_ASIDE})\s+(everything|tudo|anything)\b",
+    # "set aside the earlier guidance", "deixe de lado as orientações (anteriores)"
+    rf"{_NOT}\b({_SET_ASIDE})\b.{{0,30}}\b({_AFTER}|all|todas|your|suas|seus)\b.{{0,20}}"
+    rf"\b({_RULES})\b",
+    rf"{_NOT}\b({_SET_ASIDE})\b.{{0,30}}\b({_RULES})\b.{{0,20}}\b({_AFTER})\b",
+    rf"{_NOT}\b({_SET_ASIDE})\s+(the |as |os |a |o |any |all |todas as |todos os )?"
+    r"(instruc\w*|orientac\w*|diretrizes|instructions|guidance|guidelines|rules|regras)\b",
+    # "all previous instructions are void", "suas instruções anteriores foram canceladas"
+    rf"\b(all|your|any|todas as|suas|tuas|quaisquer)\s+(({_AFTER})\s+)?(instructions|instrucoes|"
+    rf"orientacoes|guidance|guidelines|prompts?)\s+(({_AFTER})\s+)?(are|is|were|have been|"
+    r"has been|foram|estao|sao|ficam|nao|no longer|deixaram de|perderam)\b.{0,20}\b(void|"
+    r"cancel\w*|revog\w*|invalid\w*|obsolet\w*|null|supersed\w*|sem efeito|valem|valid\w*|"
+    r"apply|aplicam|expired|overridden|replaced|substituid\w*)",
     # English role prefixes at the start of a line or sentence: "SYSTEM:", "Assistant:"
     rf"{_LINE}({_EN_ROLES})\s*:",
     # Portuguese role prefixes only when an order follows ("Sistema: ancoragem" is a label)
     rf"{_LINE}(sistema|assistente)\s*:\s*(\w+\s+){{0,3}}({_ORDERS})\b",
+    r"\bsystem (override|instructions?|directive|command)\b",
     # Alpaca / markdown prompt sections: "### Instruction", "### Response:"
     r"(^|\n)\s*#{2,}\s*(instruction|instructions|response|system|assistant|user|input)\b",
     # role changes: "you are now", "você agora é", "a partir de agora você", "act as"
@@ -87,22 +162,56 @@ _PATTERNS = [
     r"\b(act as|pretend to be|roleplay as|aja como|atue como|finja (ser|que)|comporte-se como)\b"
     rf".{{0,40}}\b({_AI}|dan|system)\b",
     # an assistant addressed and ordered: "assistente, aprove", "AI: reveal"
-    rf"\b({_AI})\s*[,:]\s*({_ORDERS})\b",
+    rf"\b(assistente|assistant|ia|{_AI_NAMED})\s*[,:]\s*({_ORDERS})\b",
+    rf"\bai\s*[,:]\s*({_ORDERS_EN})\b",
+    # an AI addressed: "Note to the AI model", "mensagem para a IA", "instructions for the LLM"
+    rf"\b({_ADDRESS})\s*(to|for|para|ao|aos|a|as|pra|pro)\s+{_DETERMINER}"
+    rf"({_AI_NAMED}|ai|ia|assistants?)\b",
+    # an AI told what it must do: "agentes de IA devem liberar", "AI models must approve"
+    rf"\b({_AI_NAMED}|ai|a\.i\.)\s+(must|should|shall|needs? to|has to|have to|ought to|"
+    r"(is|are) (now )?(required |instructed |expected |supposed |allowed |authori[sz]ed |"
+    rf"permitted |told )?to|will now|may now|can now)\s+(\w+\s+){{0,2}}?({_ACTS_EN})\b",
+    rf"\b({_AI_NAMED}|ias?)\s+(que \w+ (\w+ ){{0,3}})?(deve|devem|devera|deverao|precisa|"
+    r"precisam|tem que|tem de|esta autorizad\w*|estao autorizad\w*|pode agora|podem agora|vai|"
+    rf"vao|ira|irao)\s+(\w+\s+){{0,2}}?({_ACTS_PT})\b",
+    # an AI reading the text: "any AI reading this", "se você é uma IA", "if you are an LLM"
+    rf"\b({_AI_NAMED}|ai|ia|assistants?)\s+(that is |who is |que esta |que estiver |"
+    r"que estao )?(reading|processing|reviewing|summari[sz]ing|parsing|ingesting|"
+    r"analy[sz]ing|lendo|processando|analisando|resumindo|revisando|que le|que leia|"
+    r"que processa|que processe)\s+(this|these|isto|este|esta|estes|estas|o texto|the text|"
+    r"the document|o documento)\b",
+    rf"\b(if|when|whenever|since|as|because|se|caso|quando|como|porque)\s+(you are|you're|"
+    r"voce e|voce for|voce seja|voce esta|tu es)\s+(an? |um |uma |the |o |a )?"
+    rf"({_AI_NAMED}|ai|ia|assistant|language model)\b",
     # no limits: "assistente sem restrições", "unrestricted assistant"
     rf"\b({_AI})\b.{{0,30}}\b(sem (restric|filtro|limite|censura)\w*|without (restrictions|"
     r"limits|filters)|unrestricted|uncensored|unfiltered|no restrictions)",
     r"\b(unrestricted|uncensored|unfiltered)\b.{0,30}\b(assistant|ai|model|chatbot|bot|llm)\b",
-    # new orders: "your new instructions", "novas instruções:"
+    # new orders: "your new instructions", "novas instruções:", "your real task"
     r"\b(suas|tuas|your)\s+(novas|new)\s+(instruc\w*|regras|ordens|instructions|rules|orders)\b",
     r"\b(novas instrucoes|new instructions|updated instructions)\s*:",
+    r"\b(your|sua|seu|tua|teu) (real|actual|true|verdadeir[ao]|actual) (task|job|instructions?|"
+    r"goal|objective|mission|tarefa|missao|objetivo|instrucao|instrucoes)\b",
     # secrets and the prompt itself
     rf"{_NOT}\b({_LEAK})\b.{{0,40}}\b(tokens?|{_SECRETS})\b",
-    rf"{_NOT}\b({_SHOW})\b.{{0,40}}\b({_SECRETS})\b",
+    rf"{_NOT}\b({_SHOW})( me|-me)?\b.{{0,30}}\b({_SECRETS_MANY})\b",
+    rf"{_NOT}\b(envie|mande|encaminhe|send|forward|email|upload|transmit|transmita|compartilhe|"
+    rf"share)\b.{{0,40}}\b({_SECRETS})\b.{{0,40}}\b(to|para|pro|ao)\s+(\S+@\S+|https?:|www\.|"
+    r"this (address|url|email|link)|este (endereco|e-?mail|link)|o seguinte|the following|me|"
+    r"mim|nos|us)",
+    # money sent where the text says: "transfira o saldo para a conta indicada nesta mensagem"
+    r"\b(transfira|transferir|transfer|wire|deposite|deposit|pague|pay|envie|send|mande)\b"
+    r".{0,60}\b(saldos?|dinheiro|fundos|valores|balances?|funds|money)\b.{0,60}\b(conta|account|"
+    r"chave pix|carteira|wallet)\b.{0,20}\b(indicad\w* nesta|nesta mensagem|in this message|"
+    r"desta mensagem|abaixo|below|externa|external|de terceiros|third[- ]party)",
     r"\bprompt do sistema\b|\bsystem prompt\b|\bjailbreak\b|\bmodo desenvolvedor\b|"
     r"\bdeveloper mode\b|\bdo anything now\b",
     # hide it from the user: "não conte ao usuário", "do not tell the user"
     r"\b(nao|never|do not|don't|dont)\s+(conte|diga|mencione|informe|avise|tell|mention|inform|"
     r"reveal)\s+(isso\s+|this\s+)?(ao|a|the|para o)\s+(usuario|user)\b",
+    r"\b(nao|never|do not|don't|dont)\s+(mencione|revele|cite|repita|mention|reveal|disclose|"
+    r"acknowledge|repeat)\s+(esta|estas|essa|essas|this|these|the)\s+(instruc\w+|mensagem|nota|"
+    r"note|instructions?|message)\b",
 ]
 # Chat-template and special tokens of the common model families; matched before folding words.
 _TOKENS = (
@@ -110,10 +219,22 @@ _TOKENS = (
     r"<\|?(im_start|im_end|system|user|assistant|eot_id|begin_of_text|start_header_id|"
     r"end_header_id)\|?>"
 )
+# Forged delimiters: the router's own ``<knowledge … trust=…>`` block, role tags, prompt fences
+# and "end of document" banners that pretend the data is over.
+_DELIMITERS = (
+    r"</?\s*(knowledge|system|assistant|instructions?|system[_ -]?prompt|untrusted\w*|"
+    r"trusted\w*|function[_ -]?calls?)\b[^<>]{0,120}>|"
+    r"\btrust\s*=\s*[\"']?(official|verified|generated|draft|trusted|system)\b|"
+    r"```\s*(system|assistant|prompt|instructions?)\b|"
+    r"[\[{]\s*(system|assistant|developer|instructions?|sys)\s*[\]}]|"
+    r"(-{3,}|={3,}|#{3,}|\*{3,}|\[|<)\s*(end|fim|begin|start|inicio|new|nova|novas)\s+"
+    r"(of |do |da |de )?(the )?(document|context|knowledge|conhecimento|contexto|documento|system|"
+    r"sistema|instructions?|instrucoes|prompt|session|sessao|conversation|conversa)\b"
+)
 # One regex per pattern: separate searches are faster than one alternation (sre optimises each
 # pattern's first characters), and a negatable one is checked for the negation in Python, since
 # look-behinds at every position cost more than the pattern itself.
-_RULES_COMPILED = [(re.compile(p), p.startswith(_NOT)) for p in [_TOKENS, *_PATTERNS]]
+_RULES_COMPILED = [(re.compile(p), p.startswith(_NOT)) for p in [_TOKENS, _DELIMITERS, *_PATTERNS]]
 _HEADING_ROLE = re.compile(
     r"^\W*(system|system prompt|prompt do sistema|assistant|instruction|instructions|"
     r"developer|user|human)\W*$"
@@ -122,18 +243,44 @@ _HEADING_ROLE = re.compile(
 # does not start in lower case or with a digit: "CDC, art. 49) garante" is one sentence.
 _SENTENCE_END = re.compile(r"\s*\n\s*|(?<=[!?;:])\s+|(?<=\.)\s+(?![a-zß-öø-ÿ0-9])")
 _SPACES = re.compile(r"[ \t\u00a0]+")
-# Invisible format characters (Unicode category Cf): zero-width space/joiners, soft hyphen, bidi
-# controls, word joiner, BOM, interlinear annotations and tag characters.
+# Invisible characters: format characters (Unicode category Cf: zero-width space/joiners, soft
+# hyphen, bidi controls, word joiner, BOM, interlinear annotations, tag characters), fillers
+# that render as nothing (Hangul fillers, braille blank, Khmer inherent vowels) and variation
+# selectors.
 _INVISIBLE = re.compile(
-    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
-    "\ufff9-\ufffb\U000e0000-\U000e007f]"
+    "[\u00ad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _SPACED_LETTERS = re.compile(r"\b(?:\w[ .\-_]){3,}\w\b")
 # Look-alikes of the characters the patterns rely on that NFKC leaves alone.
-_LOOKALIKES = str.maketrans({"\u2039": "<", "\u203a": ">", "\u2329": "<", "\u232a": ">",
-                             "\u27e8": "<", "\u27e9": ">", "\u3008": "<", "\u3009": ">",
-                             "\u02d0": ":", "\ua789": ":", "\u2236": ":"})  # fmt: skip
+_LOOKALIKES = {
+    **dict.fromkeys("\u2039\u2329\u27e8\u3008", "<"),
+    **dict.fromkeys("\u203a\u232a\u27e9\u3009", ">"),
+    **dict.fromkeys("\u02d0\ua789\u2236\u0589\u05c3\u02f8\ufe55", ":"),
+}
+# Letters of other scripts that look like Latin ones (a confusable skeleton in the spirit of
+# Unicode TR39, limited to the common Cyrillic, Greek, Armenian and Latin look-alikes): "Ѕystem"
+# with a Cyrillic Ѕ reads "system". Mapped before case folding, so each case maps to its twin.
+_CONFUSABLE_PAIRS = (
+    "АaВbЕeЅsІiЈjКkМmНhОoРpСcТtУyХxҮyҺhԀdԚqԜwӀlѴvаaвbеeѕsіiјjкkмmнhоoрpсcтtуyхxүy"
+    "һhԁdԛqԝwӏlѵvьbԌgɡgΑaΒbΕeΖzΗhΙiΚkΜmΝnΟoΡpΤtΥyΧxαaεeηnιiκkνvοoρpτtυuχxϲcϳjօoսuıiȷj"
+    "ɑaɩiʟlꓮaꓐbꓚcꓓdꓰeꓝfꓖgꓧhꓲiꓙjꓗkꓡlꓟmꓠnꓳoꓑpꓣrꓢsꓔtꓴuꓦvꓪwꓫxꓬyꓜz"
+)
+_SKELETON = str.maketrans(
+    {**_LOOKALIKES, **dict(zip(_CONFUSABLE_PAIRS[::2], _CONFUSABLE_PAIRS[1::2], strict=True))}
+)
+# Markup that hides or splits words: HTML comments and tags, entities, emphasis, link targets.
+_TAG = re.compile(r"<!--|-->|</?[a-z][a-z0-9]*(\s[^<>]*)?/?>")
+_EMPHASIS = re.compile(r"[*_`~]+")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+# Tag characters spelling ASCII (U+E0020-E007E): invisible, yet some models read them.
+_TAG_LETTERS = re.compile("[\U000e0020-\U000e007e]+")
+_UNTAG = {code: code - 0xE0000 for code in range(0xE0020, 0xE007F)}
+# Digits and symbols standing for letters inside a word ("1gn0re", "pr3v10us").
+_LEET = str.maketrans("0134578@$", "oieastbas")
+_LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[0-9@$])[\w@$]+")
 
 
 def visible_text(text: str) -> str:
@@ -142,13 +289,43 @@ def visible_text(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
-def scan_form(text: str) -> str:
-    """The canonical form the patterns read: NFKC (full-width and other compatibility forms),
-    look-alike brackets and colons made plain, invisible format characters (zero-width space and
-    joiner, soft hyphen, bidi controls) dropped, case and accents folded, spaces collapsed."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text).translate(_LOOKALIKES))
+def _fold(text: str) -> str:
     folded = _COMBINING.sub("", unicodedata.normalize("NFD", text.casefold()))
     return _SPACES.sub(" ", folded)
+
+
+def scan_form(text: str) -> str:
+    """The canonical form the patterns read: NFKC (full-width and other compatibility forms),
+    look-alike letters of other scripts, brackets and colons made Latin and plain (a confusable
+    skeleton), invisible characters (zero-width space and joiner, soft hyphen, bidi controls,
+    fillers) dropped, case and accents folded, spaces collapsed."""
+    return _fold(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text).translate(_SKELETON)))
+
+
+def scan_forms(text: str) -> list[str]:
+    """Every form the patterns read: :func:`scan_form`, and when they differ from it, the text
+    with invisible characters read as spaces ("ignore\\u200ball" is two words) or tag characters
+    read as the ASCII they spell, with HTML entities decoded, with markup
+    removed (HTML comments, tags and entities, emphasis, link targets: "<b>Ig</b>nore"),
+    with digits standing for letters read as letters ("1gn0re"), and each with letter-by-letter
+    spacing joined (``S Y S T E M``)."""
+    nfkc = unicodedata.normalize("NFKC", text).translate(_SKELETON)
+    canonical = _fold(_INVISIBLE.sub("", nfkc))
+    forms = [canonical]
+    if _INVISIBLE.search(nfkc):
+        forms.append(_fold(_INVISIBLE.sub(" ", nfkc)))
+        if _TAG_LETTERS.search(nfkc):  # text hidden in tag characters, read as the model may
+            shown = _TAG_LETTERS.sub(lambda m: m.group(0).translate(_UNTAG), nfkc)
+            forms.append(_fold(_INVISIBLE.sub("", shown)))
+    if "&" in canonical:
+        forms.append(_fold(html.unescape(canonical)))
+    if any(c in forms[-1] for c in "<>*_`~]"):
+        plain = _LINK_TARGET.sub("] ", forms[-1])
+        forms.append(_SPACES.sub(" ", _EMPHASIS.sub("", _TAG.sub("", plain))))
+    if _LEET_WORD.search(canonical):
+        forms.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), canonical))
+    forms += [_despaced(form) for form in forms]
+    return list(dict.fromkeys(forms))
 
 
 def _despaced(folded: str) -> str:
@@ -158,11 +335,7 @@ def _despaced(folded: str) -> str:
 
 def looks_like_injection(text: str) -> bool:
     """True when the text reads like an instruction aimed at an assistant or model."""
-    folded = scan_form(text)
-    if _matches(folded):
-        return True
-    joined = _despaced(folded)
-    return joined != folded and _matches(joined)
+    return any(_matches(form) for form in scan_forms(text))
 
 
 def _matches(folded: str) -> bool:

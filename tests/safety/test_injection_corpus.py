@@ -1,0 +1,106 @@
+"""Prompt-injection recall on a planted corpus, and precision on clean help-center text (issue 31,
+finding 3).
+
+Why through ``parse_knowledge_file``: that is where the build scans every field; a case counts as
+caught only when the build's warning names the field it was planted in. The precision half reads
+the sample knowledge and sentences a help center says to its sellers every day ("envie o arquivo
+XML ou digite a chave de acesso"): imperatives addressed to the *reader* are help text; what marks
+an injection is an AI addressed, earlier instructions overridden, a role or delimiter forged, or
+a secret asked for. ``bench/injection_precision.py`` measures the same on thousands of sentences.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from router.compile.corpus import load_knowledge, parse_knowledge_file
+from router.safety.injection import looks_like_injection, sentence_flags
+from tests.common import KNOWLEDGE
+from tests.safety.injection_corpus import (
+    REPORTED_FIELD,
+    load_corpus,
+    planted_document,
+    reported_field,
+)
+
+CORPUS = load_corpus()
+MIN_RECALL = 0.95
+
+
+def _caught(case: dict[str, str]) -> bool:
+    doc = parse_knowledge_file("envio/prazo.md", planted_document(case))
+    return any(f"prompt injection in {reported_field(case)}:" in m for _, m in doc.warnings)
+
+
+def test_the_corpus_is_varied() -> None:
+    assert len(CORPUS) >= 60
+    assert {c["lang"] for c in CORPUS} == {"pt", "en"}
+    fields = {c["field"] for c in CORPUS}
+    assert fields >= set(REPORTED_FIELD) | {"fact_name"}
+    assert {"homoglyph", "zero-width", "paraphrase", "markup", "delimiter"} <= {
+        c["form"] for c in CORPUS
+    }
+
+
+def test_the_document_the_corpus_is_planted_in_is_clean() -> None:
+    assert parse_knowledge_file("envio/prazo.md", planted_document()).warnings == []
+
+
+def test_recall_on_the_planted_corpus() -> None:
+    missed = [f"{c['id']} {c['field']}: {c['text']!r}" for c in CORPUS if not _caught(c)]
+    recall = 1 - len(missed) / len(CORPUS)
+    assert recall >= MIN_RECALL, "\n".join(missed)
+
+
+# --- precision ------------------------------------------------------------------------------------
+
+HELP_CENTER = [
+    "Em app.page.orders.invoice, envie o arquivo XML ou digite a chave de acesso de 44 dígitos.",
+    "No pedido, toque em **Nota fiscal** e envie o XML ou digite a chave de acesso.",
+    "Envie o arquivo XML ou digite a chave de acesso de 44 dígitos.",
+    "Digite a chave de acesso da NF-e e clique em Salvar.",
+    "Clique em Aprovar e aprove a PT no sistema antes do início do trabalho.",
+    "Envie os documentos pelo app; a análise leva até 2 dias úteis.",
+    "Informe seus dados bancários na aba Conta e confirme com a senha.",
+    "Toque em Mostrar senha para conferir o que digitou.",
+    "Nunca envie sua senha por e-mail ou mensagem: a Vitrine não pede senhas.",
+    "Ignore o e-mail anterior se você já postou o pedido.",
+    "Desconsidere o boleto anterior: um novo foi gerado com a data corrigida.",
+    "Deixe de lado a embalagem original e use uma caixa reforçada.",
+    "Siga as orientações da agência para embalar produtos frágeis.",
+    "As instruções anteriores valem para pedidos feitos até 28 de fevereiro.",
+    "Sistema: Android 8 ou superior.",
+    "Assistente de vendas: disponível no plano Pro.",
+    "O assistente virtual responde dúvidas sobre pedidos 24 horas por dia.",
+    "A IA do app sugere um preço com base em anúncios parecidos.",
+    "Aí é só tocar em Enviar e aguardar a confirmação.",
+    "Se a transferência falhar, o saldo volta para a conta em até 2 dias.",
+    "Transfira o saldo para a conta bancária cadastrada em Repasses.",
+    "Mostre o código de rastreio ao comprador na conversa do pedido.",
+    "Reveal the tracking code to the buyer only after shipping.",
+    "Set aside the packaging materials before printing the label.",
+    "Operating system: iOS 15 or later.",
+    "Note to sellers: the fee changes on March 1.",
+    "The AI-powered price suggestion uses similar listings.",
+    "Print the label and send the package within two business days.",
+    "Enter the 44-digit access key or upload the XML file.",
+    "Digite o token de acesso da integração no campo Token e clique em Salvar.",
+]
+
+
+@pytest.mark.parametrize("sentence", HELP_CENTER)
+def test_help_center_sentences_are_not_flagged(sentence: str) -> None:
+    assert not looks_like_injection(sentence)
+    assert not any(withheld for _, withheld in sentence_flags(sentence))
+
+
+def test_the_sample_knowledge_has_no_false_positive() -> None:
+    """Every field and sentence of the sample knowledge outside its planted example is clean
+    (the example: ``app/dicas.md``'s pasted forum text, lines 39-40)."""
+    corpus = load_knowledge(KNOWLEDGE)
+    warned = {(d.path, d.line) for d in corpus.diagnostics if "prompt injection" in d.message}
+    assert warned == {("app/dicas.md", 39), ("app/dicas.md", 40)}
+    for doc in corpus.documents:
+        for section in doc.sections:
+            withheld = [s for s, flagged in sentence_flags(section.text) if flagged]
+            assert not withheld or doc.semantic_id == "app.tips", withheld
