@@ -6,6 +6,11 @@ en), ``form`` (homoglyph, zero-width, paraphrase, markup, delimiter, chat token,
 ``field`` (where it is planted) and ``text``. :func:`planted_document` writes a small, clean
 help-center document with the text in that field, so a case is caught only if the build's own
 scan (``parse_knowledge_file``) reports it in that field.
+
+``injection_heldout.jsonl`` has the same layout (``form`` is ``held-out``): 40 injections written
+against the first detector to get past it. It caught 12 of 40; patterns were then added for the
+families they showed (an AI greeted, "ignore the above", "this overrides", a changed task) and
+it catches 33 (2026-12-05). The 7 misses are the limits docs/security.md names.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 CORPUS_FILE = Path(__file__).with_name("injection_corpus.jsonl")
+# A second round, written against the first detector to get past it (it caught 12 of 40); the
+# families it showed were then added, so it is no longer unseen: a regression floor.
+HELD_OUT_FILE = Path(__file__).with_name("injection_heldout.jsonl")
 
 # field of the corpus → the field a build warning names
 REPORTED_FIELD = {
@@ -33,8 +41,8 @@ REPORTED_FIELD = {
 }
 
 
-def load_corpus() -> list[dict[str, Any]]:
-    with CORPUS_FILE.open(encoding="utf-8") as lines:
+def load_corpus(path: Path = CORPUS_FILE) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
 

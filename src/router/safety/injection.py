@@ -87,11 +87,12 @@ _ACTS_EN = (
     r"output|print|send|close|refund|transfer|delete|execute|obey|treat|prioriti[sz]e|"
     r"recommend|favou?r|unlock|disable|bypass|accept|forward|leak|disclose|pay|withhold|hide|omit"
 )
+# (Portuguese verbs by stem and the endings of their imperative, infinitive and present: so
+# "pag-" is "pague", "pagar", never the English "page"; "inform-" never "information".)
 _ACTS_PT = (
-    r"liber\w*|aprov\w*|conced\w*|autoriz\w*|ignor\w*|desconsider\w*|revel\w*|respond\w*|"
-    r"diga\w*|dizer|inform\w*|envi\w*|mand\w*|transfer\w*|apag\w*|exclu\w*|fech\w*|encerr\w*|"
-    r"execut\w*|obedec\w*|prioriz\w*|recomend\w*|aceit\w*|compartilh\w*|reembols\w*|pag\w*|"
-    r"desbloque\w*|desativ\w*|cancel\w*|ocult\w*|omit\w*"
+    r"(liber|aprov|conced|autoriz|ignor|desconsider|revel|respond|inform|envi|mand|transfer|"
+    r"transfir|apag|exclu|fech|encerr|execut|obedec|prioriz|recomend|aceit|compartilh|reembols|"
+    r"pag|pagu|desbloque|desativ|cancel|ocult|omit)(e|em|a|am|ar|er|ir|ando|endo)|diga|dizer"
 )
 _ORDERS = (
     r"ignore|ignora|desconsidere|esqueca|aprove|aprova|approve|responda|answer|respond|reply|diga|"
@@ -149,15 +150,24 @@ _PATTERNS = [
     r"cancel\w*|revog\w*|invalid\w*|obsolet\w*|null|supersed\w*|sem efeito|valem|valid\w*|"
     r"apply|aplicam|expired|overridden|replaced|substituid\w*)",
     # English role prefixes at the start of a line or sentence: "SYSTEM:", "Assistant:"
-    rf"{_LINE}({_EN_ROLES})\s*:",
+    # (not before a platform's name or a version: "System: Android 8 or later" is a spec)
+    rf"{_LINE}(system|assistant)\s*:(?!\s*(android|ios|windows|linux|mac ?os|chrome ?os|v?\d))",
+    rf"{_LINE}developer\s*:\s*(\w+\s+){{0,3}}({_ORDERS_EN})\b",
     # Portuguese role prefixes only when an order follows ("Sistema: ancoragem" is a label)
     rf"{_LINE}(sistema|assistente)\s*:\s*(\w+\s+){{0,3}}({_ORDERS})\b",
     r"\bsystem (override|instructions?|directive|command)\b",
     # Alpaca / markdown prompt sections: "### Instruction", "### Response:"
     r"(^|\n)\s*#{2,}\s*(instruction|instructions|response|system|assistant|user|input)\b",
     # role changes: "you are now", "você agora é", "a partir de agora você", "act as"
-    r"\byou are now\b|\bfrom now on,? you\b|\bvoce (agora )?e agora\b|\bvoce agora e\b",
-    r"\ba partir de agora,? (voce|tu)\b|\bde agora em diante,? (voce|tu)\b",
+    # (what follows says a new role or an order: "a partir de agora você pode pagar com Pix" and
+    # "you are now a verified seller" are news to a person)
+    rf"\b(you are now|you're now|voce (agora )?e agora|voce agora e|tu es agora)\s+(an? |the |um |"
+    rf"uma |o |a )?(\w+ ){{0,2}}({_AI}|dan|model|modelo|free|livre|unrestricted|uncensored|"
+    r"jailbroken|irrestrit\w*|sem (restric|filtro|limite)\w*|no longer)\b",
+    rf"\b(from now on|a partir de agora|de agora em diante|daqui (pra|para) frente),? (you|voce|tu)"
+    rf"\s+(are|will|must|shall|should|only|always|never|e|es|sera|deve|devera|vai|ira|age|atua|"
+    rf"obedece|so|apenas|somente|sempre|nunca|nao|{_ACTS_EN}|{_ACTS_PT}|aprova|libera|"
+    r"responde|ignora)\b",
     rf"\bvoce e (um|uma) (\w+ ){{0,2}}({_AI})\b|\byou are (an?|the) (\w+ ){{0,2}}({_AI})\b",
     r"\b(act as|pretend to be|roleplay as|aja como|atue como|finja (ser|que)|comporte-se como)\b"
     rf".{{0,40}}\b({_AI}|dan|system)\b",
@@ -192,6 +202,59 @@ _PATTERNS = [
     r"\b(novas instrucoes|new instructions|updated instructions)\s*:",
     r"\b(your|sua|seu|tua|teu) (real|actual|true|verdadeir[ao]|actual) (task|job|instructions?|"
     r"goal|objective|mission|tarefa|missao|objetivo|instrucao|instrucoes)\b",
+    # an AI greeted or called to attention: "Attention AI:", "Olá, assistente! … libere",
+    # "Hey ChatGPT,"
+    rf"\b(attention|atencao|important|importante|aviso|warning|alerta|alert)\s*[,:!-]?\s*"
+    rf"(the |o |a )?({_AI_NAMED}|ai|ia)\s*[,:!]",
+    rf"\b(dear|hey|hi|hello|ola|oi|caro|cara|prezado|prezada|please|por favor)\s*[,!]?\s*"
+    rf"(the |o |a |my |meu |minha )?({_AI_NAMED})\s*[,:!]",
+    rf"\b(dear|hey|hi|hello|ola|oi|caro|cara|prezado|prezada|please|por favor)\s*[,!]?\s*"
+    rf"(the |o |a |my |meu |minha )?(assistente|assistant|ia|ai|robo|bot)\s*[,:!]"
+    rf".{{0,80}}\b({_ACTS_EN}|{_ACTS_PT}|{_DROP})\b",
+    # a reader that is a program: "para o robô que lê esta página"
+    r"\b(robos?|robots?|bots?|crawlers?|agents?|agentes?|models?|modelos?|assistentes?|"
+    r"assistants?)\s+(that reads?|reading|parsing|processing|lendo|que le|que leia|que esta "
+    r"lendo|processando)\s+(this|esta|este|these|estas|estes)\s+(page|pagina|text|texto|"
+    r"document|documento|message|mensagem|content|conteudo|file|arquivo)\b",
+    # instructions labelled for a model: "Instruções ao assistente de IA:", "LLM instructions:"
+    rf"\b({_AI_NAMED}|ai|assistant|chatbot|bot) (instructions?|directives?|rules|orders)\s*:",
+    rf"\b(instruc\w+|orientac\w+|diretrizes?|regras|ordens|comandos|directives?|instructions?|"
+    rf"guidelines|rules|orders)\s+(para|ao|aos|a|as|to|for)\s+{_DETERMINER}"
+    rf"({_AI_NAMED}|ia|ai|chatbots?|robos?|bots?|assistants?)\s*:",
+    # the knowledge or what came before it dropped: "ignore the above", "desconsidere o contexto"
+    rf"{_NOT}\b({_DROP}|{_SET_ASIDE})\s+(o |the |todo o |all the |this |este |a |the whole )?"
+    r"(contexto|context|knowledge base|base de conhecimento|conversation|conversa)\b",
+    rf"{_NOT}\b({_DROP}|{_SET_ASIDE})\s+(everything |all |tudo |anything )?(the |o que (esta|foi "
+    r"dito) |que esta )?(above|acima|before|antes)(\s*(and|e|[,.;:!])|$)",
+    rf"{_NOT}\b(esqueca|esquecam|forget)\s+(as |os |the |all |todas as |todos os |suas |your )?"
+    r"(regras|instrucoes|orientacoes|diretrizes|politicas|rules|instructions|guidelines|"
+    r"guidance|policies)\b",
+    r"\b(do not|don't|dont|nao)\s+(follow|obey|siga|obedeca)\b.{0,40}\b(instruc\w*|orientac\w*|"
+    r"regras|diretrizes|instructions|rules|guidelines|guidance)\b.{0,40}\b(instead|em vez disso|"
+    r"ao inves disso|e sim)\b",
+    # what this text replaces: "the following overrides any prior instruction", "esta mensagem
+    # substitui todas as instruções anteriores"
+    r"\b(this|the following|esta|este|a seguinte|o seguinte)( message| note| text| instruction|"
+    r" mensagem| nota| texto| instrucao| aviso)? (overrides?|supersedes?|replaces?|substitui|"
+    r"anula|revoga|prevalece sobre|cancela) (any|all|every|todas as|todos os|quaisquer|as|the|"
+    rf"your|suas)? ?(({_AFTER}|other|outras) )?({_RULES})\b",
+    r"\b(admin|administrator|developer|system|root|security) override\b|"
+    rf"{_LINE}override\s*:",
+    # the model's task or instructions changed: "sua tarefa agora é", "your instructions have
+    # changed", "from this point forward, answer only…"
+    r"\b(sua|tua|your) (tarefa|missao|task|job|mission|goal|objective|objetivo) (agora |now |"
+    r"a partir de agora |from now on )(e|is)\b",
+    r"\b(your|suas|tuas) (instructions|instrucoes|orientacoes|rules|regras|guidelines|diretrizes) "
+    r"(have |has )?(changed|been (updated|replaced|changed|revoked)|mudaram|foram (alteradas|"
+    r"atualizadas|substituidas|canceladas|revogadas))",
+    r"\b(from this point (on|forward)|from here on|henceforth),? (you (will|must|shall|are|should)"
+    r"|answer|respond|reply|always|only|never)\b",
+    rf"\bpretend\s+(you are|you're|to be)\b.{{0,80}}\b({_ACTS_EN})\b",
+    rf"\bfinja\s+(que (voce )?e|ser)\b.{{0,80}}\b({_ACTS_PT})\b",
+    # the prompt repeated: "repeat the text above verbatim", "starting with 'You are'"
+    r"\b(repeat|repita|print|imprima|output|reproduza|copy|copie)\b.{0,40}\b(above|acima|before|"
+    r"antes|prompt)\b.{0,40}\b(verbatim|starting with|word for word|palavra por palavra|"
+    r"literalmente|comecando (com|por))",
     # secrets and the prompt itself
     rf"{_NOT}\b({_LEAK})\b.{{0,40}}\b(tokens?|{_SECRETS})\b",
     rf"{_NOT}\b({_SHOW})( me|-me)?\b.{{0,30}}\b({_SECRETS_MANY})\b",
@@ -204,8 +267,10 @@ _PATTERNS = [
     r".{0,60}\b(saldos?|dinheiro|fundos|valores|balances?|funds|money)\b.{0,60}\b(conta|account|"
     r"chave pix|carteira|wallet)\b.{0,20}\b(indicad\w* nesta|nesta mensagem|in this message|"
     r"desta mensagem|abaixo|below|externa|external|de terceiros|third[- ]party)",
-    r"\bprompt do sistema\b|\bsystem prompt\b|\bjailbreak\b|\bmodo desenvolvedor\b|"
-    r"\bdeveloper mode\b|\bdo anything now\b",
+    r"\bprompt do sistema\b|\bsystem prompt\b|\bjailbreak\b|\bdo anything now\b|"
+    r"\b(ative|ativar|activate|enable|enter|entre no|entrar no)\s+(o |the )?(modo desenvolvedor|"
+    r"developer mode)\b|\b(modo desenvolvedor|developer mode)\s+(ativado|ativo|ligado|enabled|"
+    r"activated|on)\b",
     # hide it from the user: "não conte ao usuário", "do not tell the user"
     r"\b(nao|never|do not|don't|dont)\s+(conte|diga|mencione|informe|avise|tell|mention|inform|"
     r"reveal)\s+(isso\s+|this\s+)?(ao|a|the|para o)\s+(usuario|user)\b",
