@@ -14,7 +14,13 @@ from __future__ import annotations
 import pytest
 
 from router.compile.corpus import load_knowledge, parse_knowledge_file
-from router.safety.injection import looks_like_injection, sentence_flags
+from router.safety.injection import (
+    _RULES_COMPILED,
+    _WORD,
+    looks_like_injection,
+    scan_forms,
+    sentence_flags,
+)
 from tests.common import KNOWLEDGE
 from tests.safety.injection_corpus import (
     HELD_OUT_FILE,
@@ -23,6 +29,7 @@ from tests.safety.injection_corpus import (
     planted_document,
     reported_field,
 )
+from tests.safety.test_injection_everywhere import CLEAN, INJECTED
 
 CORPUS = load_corpus()
 HELD_OUT = load_corpus(HELD_OUT_FILE)
@@ -153,3 +160,20 @@ def test_the_sample_knowledge_has_no_false_positive() -> None:
         for section in doc.sections:
             withheld = [s for s, flagged in sentence_flags(section.text) if flagged]
             assert not withheld or doc.semantic_id == "app.tips", withheld
+
+
+# --- the anchors are only a shortcut -----------------------------------------------------------
+
+
+def test_anchors_never_change_a_verdict() -> None:
+    """Every pattern that matches a form of a planted or clean text also finds one of its anchors
+    there (``router.safety.injection._if``): the anchors skip work, never a detection."""
+    texts = [c["text"] for c in CORPUS + HELD_OUT] + HELP_CENTER + INJECTED + CLEAN
+    texts += [s for s, _ in sentence_flags(KNOWLEDGE.joinpath("app/dicas.md").read_text())]
+    for text in texts:
+        for form in scan_forms(text):
+            words = set(_WORD.findall(form))
+            for rule in _RULES_COMPILED:
+                if rule.regex.search(form):
+                    anchored = any(s in form for s in rule.stems) or bool(rule.words & words)
+                    assert anchored, (rule.regex.pattern[:60], text)
