@@ -5,11 +5,22 @@ catalog and in ``kr build``'s warnings), and the answer builder drops flagged se
 knowledge text never reaches an answer as an instruction; it is still indexed and quotable as data.
 
 Why shapes and not words: the sample's occupational-safety documents say "ignore", "instruções"
-and "sistema" ("sistema de ancoragem") all the time. A pattern needs an imperative aimed at an
-assistant, a role prefix at the start of a line or sentence, or a chat-template token — never a
-single word. Text is scanned in a canonical form (compatibility forms, no zero-width or other
-invisible format characters, case and accents folded, runs of spaces collapsed) and once more with
-letter-by-letter spacing ("i g n o r e") joined, so those obfuscations read as the plain text.
+and "sistema" ("sistema de ancoragem") all the time, and a help center tells its reader "envie o
+arquivo XML ou digite a chave de acesso". An imperative addressed to the *reader* is help text.
+What marks an injection is whom the text addresses and what it asks: an AI, model or assistant
+addressed ("Note to the AI model", "agentes de IA devem liberar"), the instructions it was given
+set aside ("set aside the earlier guidance", "deixe de lado as orientações"), a role, prompt
+section, chat token or ``<knowledge>`` delimiter forged, or a secret asked for — never a single
+word. Patterns are Portuguese and English.
+
+Text is scanned in canonical forms (:func:`scan_forms`): NFKC, look-alike letters of other
+scripts mapped to Latin (a confusable skeleton: "Ѕystem" with a Cyrillic Ѕ), invisible characters
+dropped (and, separately, read as spaces or, for tag characters, as the ASCII they spell), HTML
+entities decoded, markup removed (tags, emphasis, link targets), digits read as letters inside
+words ("1gn0re"), case and accents folded, and letter-by-letter spacing joined ("i g n o r e").
+Measured by ``tests/safety/test_injection_corpus.py`` (recall on planted corpora, precision on
+help-center text) and ``bench/injection_precision.py`` (false positives on FaQuAD, Pirá, the
+sample knowledge and helpdesk-pt); docs/security.md gives the figures and the limits.
 """
 
 from __future__ import annotations
