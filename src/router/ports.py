@@ -37,6 +37,7 @@ __all__ = [
     "RecordRows",
     "RelationalStore",
     "Reranker",
+    "SharedLogWriter",
     "VectorIndex",
     "VectorMatch",
     "VectorRecord",
@@ -174,8 +175,8 @@ class QueryLog(Protocol):
         """At most ``limit`` queries seen since ``since``, most used first."""
         ...
 
-    async def prune(self, before: float) -> None:
-        """Forget the hours that ended before ``before``."""
+    async def prune(self, before: float) -> int | None:
+        """Forget the hours that ended before ``before``; how many rows went (None: unknown)."""
         ...
 
 
@@ -200,6 +201,16 @@ class QuestionLog(Protocol):
     async def prune(self, before: float) -> int:
         """Delete the questions served before ``before``; how many went."""
         ...
+
+
+@runtime_checkable
+class SharedLogWriter(Protocol):
+    """A query log whose database also holds the question log (D1, the local SQLite file):
+    both are written in one batch, one round trip per flush."""
+
+    async def record_with_questions(
+        self, queries: Sequence[LoggedQuery], questions: Sequence[LoggedQuestion]
+    ) -> None: ...
 
 
 class QueryRecorder(Protocol):

@@ -24,6 +24,7 @@ Pure Python: it runs in the Worker.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -135,9 +136,7 @@ class GapGroup:
             "reasons": dict(Counter(self.reasons)),
             "outcomes": dict(outcomes),
             "nearest": self.nearest(),
-            "questions": [
-                {**q.as_json(), "gap": reason} for q, reason in listed[:EXAMPLES_KEPT]
-            ],
+            "questions": [{**q.as_json(), "gap": reason} for q, reason in listed[:EXAMPLES_KEPT]],
         }
 
 
@@ -211,7 +210,7 @@ def _next_by_caller(questions: Sequence[LoggedQuestion]) -> dict[int, LoggedQues
     following: dict[int, LoggedQuestion] = {}
     for indices in by_caller.values():
         indices.sort(key=lambda i: (questions[i].at, questions[i].id or 0))
-        for here, there in zip(indices, indices[1:], strict=False):
+        for here, there in itertools.pairwise(indices):
             following[here] = questions[there]
     return following
 

@@ -26,7 +26,7 @@ from typing import Any
 from router.contract import QueryRequest, QueryResponse
 from router.ops.questions import LoggedQuestion, LogPolicy, question_of
 from router.ops.redaction import redact
-from router.ports import LoggedQuery, QueryLog, QuestionLog
+from router.ports import LoggedQuery, QueryLog, QuestionLog, SharedLogWriter
 from router.stages.normalizer import normalize_query
 
 __all__ = [
@@ -69,9 +69,7 @@ def replayable_fields(
     question under a terms-only policy."""
     if request.generate:
         return None
-    if policy is not None and (
-        policy.store == "terms" or redact(request.query) != request.query
-    ):
+    if policy is not None and (policy.store == "terms" or redact(request.query) != request.query):
         return None
     return request.model_dump(mode="json", include=set(REPLAYED_FIELDS), exclude_defaults=True)
 
@@ -209,22 +207,33 @@ class QueryRecorder:
         self._questions = []
         self._pending_hits = 0
         self._last_flush = self.clock()
-        written = 0
-        if batch:
-            try:
-                await self.log.record(batch)
-                written = len(batch)
-            except Exception:
-                self.failures += 1
-                log.warning("could not write %d logged queries", len(batch), exc_info=True)
-        if questions and self.questions is not None:
-            try:
-                await self.questions.record(questions)
-            except Exception:
-                self.failures += 1
-                log.warning("could not write %d logged questions", len(questions), exc_info=True)
+        try:
+            await self._write(batch, questions)
+        except Exception:
+            self.failures += 1
+            log.warning(
+                "could not write %d logged queries and %d questions",
+                len(batch),
+                len(questions),
+                exc_info=True,
+            )
+            return 0
+        written = len(batch)
         self.written += written
         return written
+
+    async def _write(self, batch: list[LoggedQuery], questions: list[LoggedQuestion]) -> None:
+        """One batch when both logs share a database (D1: one round trip), else two writes."""
+        if not questions or self.questions is None:
+            if batch:
+                await self.log.record(batch)
+            return
+        if isinstance(self.log, SharedLogWriter):
+            await self.log.record_with_questions(batch, questions)
+            return
+        if batch:
+            await self.log.record(batch)
+        await self.questions.record(questions)
 
     def _due(self) -> bool:
         if max(self._pending_hits, len(self._questions)) >= self.flush_every:

@@ -170,9 +170,7 @@ def question_of(
     stored = None if policy.store == "terms" else redact(request.query)
     terms = tuple(scrub_terms(response.analysis.terms, request.query))
     context = {
-        name: str(value)
-        for name in CONTEXT_FIELDS
-        if (value := getattr(request, name)) is not None
+        name: str(value) for name in CONTEXT_FIELDS if (value := getattr(request, name)) is not None
     }
     level = response.confidence_level
     reason = response.abstention_reason
@@ -248,7 +246,7 @@ def _json(raw: Any, empty: Any) -> Any:
 
 def iso(at: float) -> str:
     """Unix time as an ISO 8601 UTC timestamp (seconds)."""
-    return dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
 
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([dhm])$")
@@ -269,5 +267,5 @@ def parse_when(text: str, now: float) -> float:
         pass
     moment = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.replace(tzinfo=dt.UTC)
     return moment.timestamp()

@@ -36,7 +36,11 @@ from router.sql import (
 __all__ = [
     "DEFAULT_MAX_BATCH",
     "D1QueryLog",
-    "D1QuestionLog", "D1RecordRows", "D1RelationalStore", "run_batches"]
+    "D1QuestionLog",
+    "D1RecordRows",
+    "D1RelationalStore",
+    "run_batches",
+]
 
 DEFAULT_MAX_BATCH = 50
 """Statements per ``batch`` call."""
@@ -121,12 +125,20 @@ class D1QueryLog:
         statements: list[Statement] = [(QUERY_LOG_RECORD, logged_params(q)) for q in queries]
         await run_batches(self.binding, statements, self.max_batch)
 
+    async def record_with_questions(
+        self, queries: Sequence[LoggedQuery], questions: Sequence[LoggedQuestion]
+    ) -> None:
+        """Counts and questions in one batch (``SharedLogWriter``: the tables share D1)."""
+        statements: list[Statement] = [(QUERY_LOG_RECORD, logged_params(q)) for q in queries]
+        statements.extend((QUESTION_LOG_RECORD, question_params(q)) for q in questions)
+        await run_batches(self.binding, statements, self.max_batch)
+
     async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
         rows = await _all(self.binding, QUERY_LOG_FREQUENT, [hour_of(since), limit])
         return [row_to_logged(row) for row in rows]
 
-    async def prune(self, before: float) -> int:
-        return await _changes(self.binding, QUERY_LOG_PRUNE, [hour_of(before)])
+    async def prune(self, before: float) -> None:
+        await run_batches(self.binding, [(QUERY_LOG_PRUNE, [hour_of(before)])], self.max_batch)
 
 
 class D1QuestionLog:
@@ -148,7 +160,8 @@ class D1QuestionLog:
         self, since: float, until: float, tenant: str, after_id: int, limit: int
     ) -> list[LoggedQuestion]:
         params = [since, until, tenant, tenant, after_id, limit]
-        return [row_to_question(row) for row in await _all(self.binding, QUESTION_LOG_SELECT, params)]
+        rows = await _all(self.binding, QUESTION_LOG_SELECT, params)
+        return [row_to_question(row) for row in rows]
 
     async def get(self, question_id: int, tenant: str) -> LoggedQuestion | None:
         rows = await _all(self.binding, QUESTION_LOG_GET, [question_id, tenant, tenant])

@@ -311,6 +311,17 @@ class SqliteQueryLog:
         with self._connect() as db:
             db.executemany(QUERY_LOG_RECORD, [logged_params(q) for q in queries])
 
+    async def record_with_questions(
+        self, queries: Sequence[LoggedQuery], questions: Sequence[LoggedQuestion]
+    ) -> None:
+        """Counts and questions in one transaction (``SharedLogWriter``: one SQLite file)."""
+        try:
+            with closing(self._connect()) as db, db:
+                db.executemany(QUERY_LOG_RECORD, [logged_params(q) for q in queries])
+                db.executemany(QUESTION_LOG_RECORD, [question_params(q) for q in questions])
+        except sqlite3.Error as exc:
+            raise BindingError(f"query log {self.path}: {exc}") from exc
+
     async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
         with self._connect() as db:
             rows = db.execute(QUERY_LOG_FREQUENT, (hour_of(since), limit)).fetchall()
