@@ -13,7 +13,9 @@ A question is a gap when:
   serve).
 
 Gaps are grouped per tenant by their analysed terms: two questions join when the Jaccard
-similarity of their term sets is at least ``MIN_SIMILARITY`` (single linkage; identical term
+similarity of their term sets is at least ``MIN_SIMILARITY``, or when they share at least two
+terms making ``MIN_OVERLAP`` of the shorter set ("refeitório da fábrica abre que horas?" and "Qual
+o horário do refeitório da fábrica?" share 2 of 3) (single linkage; identical term
 sets first collapse into one, and a term shared by more than ``MAX_TERM_FANOUT`` distinct sets
 is compared against the first ones only, so a long log stays near-linear). Each group has its
 count, first and last seen, an example question, the router's most common reason, and the
@@ -38,6 +40,7 @@ from router.stages.normalizer import normalize_query
 __all__ = [
     "DEFAULT_GAP_PERIOD_S",
     "MAX_TERM_FANOUT",
+    "MIN_OVERLAP",
     "MIN_SIMILARITY",
     "READ_PAGE",
     "REFORMULATED",
@@ -54,6 +57,8 @@ REFORMULATION_WINDOW_S = 120.0
 """An answer followed within this by the same caller's question in other words was no answer."""
 MIN_SIMILARITY = 0.5
 """Jaccard similarity of two questions' analysed terms at which they are one topic."""
+MIN_OVERLAP = 0.6
+"""Share of the shorter term set two questions with two terms or more in common must share."""
 MAX_TERM_FANOUT = 200
 """Distinct term sets one term links at most (bounds the pairs compared on a long log)."""
 READ_PAGE = 500
@@ -247,7 +252,7 @@ def _cluster(
             for j in seen:
                 other = sets[j][1]
                 assert isinstance(other, frozenset)
-                if root(i) != root(j) and len(terms & other) / len(terms | other) >= MIN_SIMILARITY:
+                if root(i) != root(j) and _similar(terms, other):
                     parent[root(i)] = root(j)
             if len(seen) < MAX_TERM_FANOUT:
                 seen.append(i)
@@ -255,6 +260,13 @@ def _cluster(
     for i in range(len(sets)):
         clusters.setdefault(root(i), []).extend(members[i])
     return list(clusters.values())
+
+
+def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    shared = len(a & b)
+    if shared / len(a | b) >= MIN_SIMILARITY:
+        return True
+    return shared >= 2 and shared / min(len(a), len(b)) >= MIN_OVERLAP
 
 
 def _group(members: list[tuple[LoggedQuestion, str]]) -> GapGroup:
