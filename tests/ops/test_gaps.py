@@ -226,7 +226,7 @@ def test_served_questions_are_logged_redacted_with_their_outcome(state: LocalSta
     _ask(service, "meu cpf é 123.456.789-09, como faço a declaração do imposto de renda?")
     _ask(service, "Qual a validade da APR?", page="apr-form", tenant=ALFA)
     rows = asyncio.run(state.question_log.read(0, T0 + 1, ALL_TENANTS, 0, 10))
-    assert [r.outcome for r in rows][0] == "answer"
+    assert len(rows) == 3 and rows[0].outcome == "answer"
     assert rows[1].question is not None and "123" not in rows[1].question
     assert "[cpf]" in rows[1].question and rows[1].outcome in {"evidence", "nothing"}
     assert rows[1].reason and rows[1].level in {"LOW", "NONE"}
