@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 from kr.beir_eval import DEFAULT_SPLIT, DEFAULT_VARIANT, LANGUAGES, VARIANTS
 from kr.cloudflare import ENVIRONMENTS
-from kr.commands import build, gate, gc, keys, publish, query, rollback, serve
+from kr.commands import build, gaps, gate, gc, golden, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
 from kr.help_center import EXTRA_SETS_VARIABLE
@@ -53,6 +53,8 @@ COMMANDS: dict[str, Command] = {
     "rollback": rollback.run,
     "gc": gc.run,
     "keys": keys.run,
+    "gaps": gaps.run,
+    "golden": golden.run,
 }
 """The async commands; ``kr serve`` runs its own event loop (uvicorn's)."""
 
@@ -63,7 +65,19 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kr", description="Knowledge Router (local default)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_build, _query, _serve, _publish, _eval, _gate, _rollback, _gc, _keys):
+    for add in (
+        _build,
+        _query,
+        _serve,
+        _publish,
+        _eval,
+        _gate,
+        _rollback,
+        _gc,
+        _keys,
+        _gaps,
+        _golden,
+    ):
         add(sub)
     return parser
 
@@ -343,6 +357,13 @@ def _gc(sub: Subparsers) -> None:
         help="versions kept besides the active and previous ones",
     )
     p.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
+    p.add_argument(
+        "--log-retention-days",
+        type=float,
+        metavar="DAYS",
+        help="local state: also delete logged queries and questions older than this "
+        "(default $KR_LOG_RETENTION_DAYS, else 30; the Worker's cron does it on D1)",
+    )
     _state_arg(p)
     p.add_argument(
         "--env", choices=ENVIRONMENTS, help="collect on Cloudflare (wrangler [env.NAME])"
@@ -369,6 +390,60 @@ def _keys(sub: Subparsers) -> None:
     revoke = actions.add_parser("revoke", help="stop a key from working")
     revoke.add_argument("key_id")
     _state_arg(revoke)
+
+
+def _period_args(p: argparse.ArgumentParser) -> None:
+    when = "YYYY-MM-DD, an ISO timestamp, unix seconds, or a span before now: 7d, 24h"
+    p.add_argument("--since", help=f"from ({when}; default: a week before --until)")
+    p.add_argument("--until", help=f"to, excluded ({when}; default: now)")
+    p.add_argument("--tenant", help="one tenant's questions only (default: every tenant's)")
+
+
+def _gaps(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "gaps",
+        help="the questions the knowledge did not answer, grouped by topic",
+        description="Questions of the local question log that were declined, answered with "
+        "LOW confidence, or asked again in other words right after their answer, grouped by "
+        "shared analysed terms: count, first/last seen, an example, the router's reason and "
+        "the nearest sections with their scores (docs/adr/0025). kr serve logs the questions; "
+        "GET /v1/gaps and the playground's /gaps show the same report.",
+    )
+    _state_arg(p)
+    _period_args(p)
+    p.add_argument("--limit", type=int, default=20, help="groups shown (default 20)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _golden(sub: Subparsers) -> None:
+    p = sub.add_parser("golden", help="grow the golden set from logged questions")
+    actions = p.add_subparsers(dest="golden_command", required=True)
+    add = actions.add_parser(
+        "add",
+        help="promote a logged question, or a gap group's questions, into the golden set",
+        description="Adds the question (its tenant, page, tab, focus and date as logged) to "
+        "the golden set with the document(s) that answer it, or abstain: true; a question "
+        "already there is refused. The quality gate then holds every later version to it.",
+    )
+    which = add.add_mutually_exclusive_group(required=True)
+    which.add_argument("--question", type=int, metavar="ID", help="a logged question's id")
+    which.add_argument("--gap", metavar="GROUP", help="every wording of a kr gaps group")
+    add.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a document or section id that answers it (repeatable)",
+    )
+    add.add_argument("--abstain", action="store_true", help="the right answer is to decline")
+    add.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN, help="the golden set")
+    add.add_argument("--category", default=golden.DEFAULT_CATEGORY, help="its category")
+    add.add_argument("--query", help="the wording to store (when only terms were logged)")
+    add.add_argument(
+        "--no-check", action="store_true", help="do not check the ids against the active version"
+    )
+    _state_arg(add)
+    _period_args(add)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,6 +52,7 @@ from router.ports import (
     Generator,
     KeyValueStore,
     QueryRecorder,
+    QuestionLog,
     RecordRows,
     Reranker,
     VectorIndex,
@@ -182,6 +183,8 @@ class KnowledgeService:
     vector_stage: VectorStageFactory | None = None
     # Records served queries for cache warming (best effort, never fails a query).
     recorder: QueryRecorder | None = None
+    # the served questions with their outcomes (what the recorder writes; the gaps report reads)
+    question_log: QuestionLog | None = None
     # D1's knowledge_records: the records a response needs in one query (else the R2 chunks)
     record_rows: RecordRows | None = None
     # reorders the fused top-N when confidence is not HIGH (router.stages.rerank); None: off
@@ -402,9 +405,11 @@ class KnowledgeService:
         *,
         record: bool = True,
         defer: Defer | None = None,
+        caller: str | None = None,
     ) -> QueryResponse:
         """Answer one request; ``record=False`` keeps it out of the query log (warming);
-        ``defer`` runs the KV cache write and the query-log batch after the response."""
+        ``defer`` runs the KV cache write and the query-log batch after the response;
+        ``caller`` (a credential or an address) is logged as a hash, to find reformulations."""
         services = CascadeServices(
             embedder=self.embedder,
             vector_index=self.vector_index,
@@ -422,7 +427,8 @@ class KnowledgeService:
             cached, probed = await cached_before_loading(version, request, services, today)
             if cached is not None:
                 if record and self.recorder is not None:
-                    await run_or_defer(self.recorder.record(request), defer, "query log")
+                    work = self.recorder.record(request, cached, caller)
+                    await run_or_defer(work, defer, "query log")
                 return cached
         started = self.clock()
         package = await self.package()
@@ -440,5 +446,5 @@ class KnowledgeService:
                 **view_load(package, request.tenant),
             }
         if record and self.recorder is not None:
-            await run_or_defer(self.recorder.record(request), defer, "query log")
+            await run_or_defer(self.recorder.record(request, response, caller), defer, "query log")
         return response

@@ -49,7 +49,16 @@ def test_pages_are_served_where_workers_static_assets_serve_them(
     assert client.get("/_headers").status_code == 404  # configuration, not a file to serve
     assert client.get("/index.html").status_code == 404  # "/" only, as the asset server does
     served = {page.path for page in page_files()}
-    assert served == {"/", "/eval", "/playground.js", "/eval.js", "/style.css", "/favicon.svg"}
+    assert served == {
+        "/",
+        "/eval",
+        "/gaps",
+        "/playground.js",
+        "/eval.js",
+        "/gaps.js",
+        "/style.css",
+        "/favicon.svg",
+    }
 
 
 def test_kr_serve_and_the_worker_send_the_same_page_headers(service: KnowledgeService) -> None:

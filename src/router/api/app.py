@@ -1,4 +1,5 @@
-"""The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /v1/metrics``, OpenAPI, CORS.
+"""The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /v1/metrics``, ``GET /v1/gaps``,
+OpenAPI, CORS.
 
 Why one factory: ``kr serve`` (uvicorn) and the Worker (ASGI bridge) serve the same app around a
 :class:`KnowledgeService`; every error leaves as ``{"error": {"code", "message"}}``, and the
@@ -25,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from router import __version__
 from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
 from router.api.fair_share import CallerShares, RateLimitedError
+from router.api.gaps import add_gaps_route
 from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
 from router.api.pages import add_page_routes
 from router.auth import (
@@ -156,6 +158,7 @@ def create_app(
 
     _add_error_handlers(app)
     _add_routes(app, resolve, authenticator, defer, share_of, caller)
+    add_gaps_route(app, resolve, authenticator)
     _add_openapi_routes(app, authenticator)
     if pages is not None:
 
@@ -244,13 +247,13 @@ def _add_routes(
         service = resolve(request)
         later = defer or (lambda work: after_response.add_task(_run, work))
         shares = share_of(request)
+        who = caller(request, principal)  # logged as a hash only (reformulations, router.ops.gaps)
         if shares is None:
-            return await service.query(served, defer=later)
-        who = caller(request, principal)
+            return await service.query(served, defer=later, caller=who)
         await shares.admit(who)
         started = time.perf_counter()
         try:
-            return await service.query(served, defer=later)
+            return await service.query(served, defer=later, caller=who)
         finally:
             shares.settle(who, (time.perf_counter() - started) * 1000)
 

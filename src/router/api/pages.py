@@ -48,7 +48,7 @@ PAGE_HEADERS: dict[str, str] = {
 }
 """Headers of every page file; ``playground/_headers`` says the same to Workers static assets."""
 
-_PAGES = {"index.html": "/", "eval.html": "/eval"}
+_PAGES = {"index.html": "/", "eval.html": "/eval", "gaps.html": "/gaps"}
 """HTML files and their paths, as Workers static assets name them (``/eval`` for ``eval.html``)."""
 
 Authorize = Callable[[Request], Awaitable[None]]

@@ -101,6 +101,16 @@ class Authenticator:
             return await self._api_key(token)
         return self._jwt(token)
 
+    def is_admin(self, authorization: str | None) -> bool:
+        """Whether the request presents the admin token (constant-time; False where none is
+        configured): the operator's scope on routes open to tenants too (``/v1/gaps``)."""
+        expected = self.config.admin_token
+        if expected is None:
+            return False
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        presented = token.strip().encode("utf-8") if scheme.lower() == "bearer" else b""
+        return hmac.compare_digest(presented, expected.encode("utf-8"))
+
     def require_admin(self, authorization: str | None) -> None:
         """Pass only a request presenting the admin token (``Bearer <KR_ADMIN_TOKEN>``, compared
         in constant time): 401 for any other credential or none — a tenant's key included —,
