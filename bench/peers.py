@@ -59,13 +59,14 @@ from kr.beir_eval import (
     load_collection,
     variant_config,
 )
-from router.analysis.analyzer import AnalyzerConfig
+from router.analysis.analyzer import Analyzer, AnalyzerConfig, StemFunction, snowball_stem_function
 from router.compile.beir import BeirCollection
 from router.compile.fields import section_fields
 from router.compile.indexer import BuildConfig
-from router.config import RouterConfig
+from router.config import DEFAULT_MAX_QUERY_WORDS, RouterConfig
 from router.contract import MAX_QUERY_CHARS, QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage
+from router.package.stores.budget import ReaderBudget
 from router.package.view import PackageView
 from router.ranking.bm25 import block_weights, bm25_method, query_lists
 from router.ranking.numpy_backend import PostingArrays, numpy_top_k
@@ -120,6 +121,16 @@ def ours(collection: BeirCollection, language: str) -> tuple[list[Engine], Analy
 def _bm25f_search(package: KnowledgePackage, collection: BeirCollection) -> tuple[Search, Analyze]:
     """The lexical stage's scoring (``served_top_k`` in CPython is ``numpy_top_k``) with every
     term and posting list loaded first: a warm isolate, as the peers hold their index in memory."""
+    view, score = _bm25f_scorer(package, collection)
+    analyze = view.analyzer.terms
+    return (lambda text, k: score(analyze(text), k)), analyze
+
+
+def _bm25f_scorer(
+    package: KnowledgePackage, collection: BeirCollection
+) -> tuple[PackageView, Callable[[list[str], int], list[str]]]:
+    """The warm view (every term and list loaded, every query's words stemmed once: its
+    analyzer's caches hold them) and its BM25F top-k from terms to document ids."""
     view = package.view(None)
     ids = _section_ids(view, collection)
     vocabulary = run_sync(view.parts[0].partition.vocabulary.read_all())
@@ -130,12 +141,12 @@ def _bm25f_search(package: KnowledgePackage, collection: BeirCollection) -> tupl
     weights = block_weights(view.block_names, RouterConfig().field_weights)
     method, bounds, arrays = bm25_method(view), ScoreBounds(), PostingArrays()
 
-    def search(text: str, k: int) -> list[str]:
-        lists = query_lists(view, view.analyzer.terms(text), weights, method)
+    def score(terms: list[str], k: int) -> list[str]:
+        lists = query_lists(view, terms, weights, method)
         ranking = numpy_top_k(lists, k, bounds=bounds, arrays=arrays)
         return [ids[section] for section, _ in ranking.ranked]
 
-    return search, view.analyzer.terms
+    return view, score
 
 
 def _section_ids(view: PackageView, collection: BeirCollection) -> list[str]:
@@ -185,8 +196,11 @@ def cascade_split(package: KnowledgePackage, queries: list[str]) -> dict[str, fl
 # --- bm25s ---------------------------------------------------------------------------------------
 
 
-def bm25s_engines(collection: BeirCollection, language: str, analyze: Analyze) -> list[Engine]:
-    """bm25s with its own tokenizer (Snowball + its stopwords), and with our analyzer's terms."""
+def bm25s_engines(
+    collection: BeirCollection, language: str, analyze: Analyze | None
+) -> list[Engine]:
+    """bm25s with its own tokenizer (Snowball + its stopwords), and with our analyzer's terms
+    (unless ``analyze`` is None); the first one's ``extra["tokenize"]`` is its tokenizer."""
     import bm25s
     import Stemmer
 
@@ -205,15 +219,15 @@ def bm25s_engines(collection: BeirCollection, language: str, analyze: Analyze) -
     )
     first, index = _bm25s_search(corpus, own, collection)
     own_s = time.perf_counter() - started
+    label = f"its tokenizer: Snowball {language} + stopwords"
+    engines = [Engine("bm25s", label, first, own_s, handle=index, extra={"tokenize": own})]
+    if analyze is None:
+        return engines
     started = time.perf_counter()
     bodies = [analyze(section_fields(d, d.sections[0], True)["body"]) for d in collection.documents]
     second, _ = _bm25s_search(bodies, analyze, collection)
     ours_s = time.perf_counter() - started
-    label = f"its tokenizer: Snowball {language} + stopwords"
-    return [
-        Engine("bm25s", label, first, own_s, handle=index),
-        Engine("bm25s", "our analyzer's terms (body only)", second, ours_s),
-    ]
+    return [*engines, Engine("bm25s", "our analyzer's terms (body only)", second, ours_s)]
 
 
 def _bm25s_search(
@@ -415,11 +429,153 @@ def measure(name: str, rounds: int) -> list[dict[str, Any]]:
             }
         )
         print(f"  {_line(rows[-1])}", flush=True)
-        rows[-1].update(engine.extra)
+        rows[-1].update((k, v) for k, v in engine.extra.items() if k != "tokenize")
         if "stages_ms" in engine.extra:
             print(f"    mean ms per query by stage group: {engine.extra['stages_ms']}", flush=True)
     print(f"  bm25s through retrieve(tokenize(q)), one query a call: {retrieve_qps:.0f} q/s")
     return rows
+
+
+# --- from the query string (issue 32) -----------------------------------------------------------
+
+
+def query_path(name: str, rounds: int) -> list[dict[str, Any]]:
+    """q/s at top-10 from the question's text to document ids, analysis included, of ours (the
+    analyzer + the BM25F scorer CPython serves), bm25s (its tokenizer, PyStemmer) and tantivy
+    (``en_stem``/``pt_stem`` and ``default``), and of the two analyzers alone; every row side by
+    side in the same rounds (as ``throughput``), its ratio against bm25s: wall-clock q/s, and
+    q/s of the process's CPU time (steadier on a shared machine: the item is CPU).
+
+    Ours analyses as the query analyzer does (``bounded_terms``, the first
+    ``DEFAULT_MAX_QUERY_WORDS`` words; its frame words are not taken out here), with cold caches
+    — a new analyzer each round, as in a new isolate or view, so the round's first occurrence of
+    each word is stemmed — and warm (every word of the questions remembered, as ``measure``
+    times it); and with the Worker's pure-Python stemmer (snowballstemmer) instead of the
+    default. Every variant of ours must return the same ids; nDCG@10 is given for each engine."""
+    collection = load_collection(DATA / name)
+    language = detect_language(collection)
+    queries = list(collection.queries.values())
+    print(f"{name}: {len(collection.documents)} docs, {len(queries)} test queries, {language}")
+    package, _ = compile_collection(collection, BuildConfig(analyzer=AnalyzerConfig(language)))
+    view, score = _bm25f_scorer(package, collection)
+    warm = view.analyzer
+    stems = (None, snowball_stem_function(language))  # the analyzer's default, the Worker's
+
+    def fresh(stem: StemFunction | None) -> Analyzer:  # the view's analyzer, caches empty
+        return Analyzer(
+            warm.config,
+            stem=stem,
+            accent_lexicon=warm.accent_lexicon,
+            stem_cache_entries=ReaderBudget().stem_words,
+        )
+
+    default_stem = _stemmer_name(fresh(None).stem)
+    own_bm25s = bm25s_engines(collection, language, None)[0]
+    tantivy = _optional("tantivy", lambda: tantivy_engines(collection, language))
+    bm25s_tokenize = own_bm25s.extra["tokenize"]
+    # (label, tokenizer, makes the round's search): a maker runs untimed before each round
+    rows: list[tuple[str, str, Callable[[], Search]]] = []
+    for stem in stems:
+        tokenizer = f"ours, {default_stem if stem is None else _stemmer_name(stem)}"
+
+        def cold(stem: StemFunction | None = stem) -> Search:
+            analyze = _served(fresh(stem))
+            return lambda text, k: score(analyze(text), k)
+
+        def analysis(stem: StemFunction | None = stem) -> Search:
+            return _alone(_served(fresh(stem)))
+
+        rows.append(("ours BM25F, cold caches", tokenizer, cold))
+        if stem is None:
+            rows.append(("ours BM25F, warm caches", tokenizer, lambda: _warm(warm, score)))
+        rows.append(("ours analyzer alone, cold caches", tokenizer, analysis))
+    rows.append(("bm25s", own_bm25s.tokenizer, lambda: own_bm25s.search))
+    rows.append(("bm25s tokenizer alone", own_bm25s.tokenizer, lambda: _alone(bm25s_tokenize)))
+    rows += [(e.name, e.tokenizer, lambda e=e: e.search) for e in tantivy]
+
+    expected = [score(_served(warm)(q), K) for q in queries]
+    ndcg: dict[int, float] = {}
+    for i, (label, tokenizer, make) in enumerate(rows):
+        if label.startswith("ours BM25F"):
+            search = make()
+            assert [search(q, K) for q in queries] == expected, (label, tokenizer)
+        if "alone" not in label:
+            search = make()
+            runs = {q: search(collection.queries[q], DEPTH) for q in collection.qrels}
+            ndcg[i] = ranx_metrics(collection, runs)["ndcg@10"]
+    best, cpu = [0.0] * len(rows), [0.0] * len(rows)
+    for r in range(rounds):
+        order = list(range(len(rows)))
+        order = order[r % len(order) :] + order[: r % len(order)]
+        for i in order:
+            search = rows[i][2]()
+            started, used = time.perf_counter(), time.process_time()
+            for text in queries:
+                search(text, K)
+            used = time.process_time() - used
+            best[i] = max(best[i], len(queries) / (time.perf_counter() - started))
+            cpu[i] = max(cpu[i], len(queries) / max(used, 1e-9))
+    base = next(i for i, row in enumerate(rows) if row[0] == "bm25s")
+    table = [
+        {
+            "collection": name,
+            "engine": label,
+            "tokenizer": tokenizer,
+            "qps": round(best[i], 1),
+            "x_bm25s": round(best[i] / best[base], 3),
+            "cpu_qps": round(cpu[i], 1),
+            "cpu_ms_per_query": round(1000 / cpu[i], 4),
+            "cpu_x_bm25s": round(cpu[i] / cpu[base], 3),
+            "ndcg@10": round(ndcg[i], 4) if i in ndcg else None,
+        }
+        for i, (label, tokenizer, _) in enumerate(rows)
+    ]
+    for row in table:
+        print(
+            f"  {row['engine']:<34} {row['tokenizer']:<46} {row['qps']:>9.0f} q/s "
+            f"× bm25s {row['x_bm25s']:.2f}   CPU {row['cpu_ms_per_query']:.4f} ms "
+            f"× bm25s {row['cpu_x_bm25s']:.2f}",
+            flush=True,
+        )
+    return table
+
+
+def _alone(analyze: Analyze) -> Search:
+    """An analyzer timed as a search (its terms, not ids)."""
+    return lambda text, k: analyze(text)
+
+
+def _served(analyzer: Analyzer) -> Analyze:
+    """The query analyzer's terms of a question (``router.stages.query_analyzer``)."""
+    return lambda text: analyzer.bounded_terms(text, DEFAULT_MAX_QUERY_WORDS).terms
+
+
+def _warm(analyzer: Analyzer, score: Callable[[list[str], int], list[str]]) -> Search:
+    analyze = _served(analyzer)
+    return lambda text, k: score(analyze(text), k)
+
+
+def _stemmer_name(stem: StemFunction | None) -> str:
+    """``PyStemmer`` or ``snowballstemmer``: the library behind a stem function."""
+    owner = getattr(stem, "__self__", None)
+    module = type(owner).__module__ if owner is not None else getattr(stem, "__module__", "")
+    return "PyStemmer" if module == "Stemmer" else "snowballstemmer"
+
+
+def query_path_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| collection | engine | tokenizer | nDCG@10 | q/s (top-10) | × bm25s "
+        "| CPU ms / query | × bm25s (CPU) |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        quality = "—" if r["ndcg@10"] is None else f"{r['ndcg@10']:.4f}"
+        lines.append(
+            f"| {r['collection']} | {r['engine']} | {r['tokenizer']} | {quality} | "
+            f"{r['qps']:,.0f} | {r['x_bm25s']:.2f} | {r['cpu_ms_per_query']:.3f} | "
+            f"{r['cpu_x_bm25s']:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def _optional(name: str, build: Callable[[], list[Engine]]) -> list[Engine]:
@@ -481,12 +637,28 @@ def main() -> int:
     parser.add_argument("collections", nargs="*", default=list(COLLECTIONS))
     parser.add_argument("--rounds", type=int, default=3, help="throughput rounds (best kept)")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "peers.json")
+    parser.add_argument(
+        "--query-path",
+        type=Path,
+        nargs="?",
+        const=ROOT / "bench" / "query-path.json",
+        help="only the analyzer + scorer from the query string (ours, bm25s, tantivy), to JSON",
+    )
     args = parser.parse_args()
     missing = [n for n in args.collections if not (DATA / n).is_dir()]
     if missing:
         print(f"not found under {DATA}: {', '.join(missing)} (see ../shared/data/README.md)")
         return 1
     rows: list[dict[str, Any]] = []
+    if args.query_path:
+        for name in args.collections:
+            rows += query_path(name, args.rounds)
+        print()
+        print(query_path_markdown(rows))
+        report = {"conditions": conditions(args.rounds), "rows": rows}
+        text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        args.query_path.write_text(text, encoding="utf-8")
+        return 0
     for name in args.collections:
         rows += measure(name, args.rounds)
     print()

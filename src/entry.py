@@ -13,8 +13,9 @@ and the knowledge package is read from R2 on the first query.
 - ``fetch``: the FastAPI app through the Workers ASGI bridge; handlers find ``env`` in
   ``request.scope["env"]``, and so do the credential checks and the CORS policy (anonymous
   access is off unless ``KR_ALLOW_ANONYMOUS=on``; docs/adr/0012).
-- ``scheduled`` (cron): writes the isolate's pending query counts and replays the most frequent
-  recent queries against the active version, so the KV query cache holds their answers.
+- ``scheduled`` (cron): deletes the logged queries and questions older than
+  ``KR_LOG_RETENTION_DAYS``, writes the isolate's pending query counts and replays the most
+  frequent recent queries against the active version, so the KV query cache holds their answers.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from router.adapters.cloudflare import service_from_env, warm_from_env
 from router.adapters.cloudflare.service import (
     authenticator_from_env,
     cors_from_env,
+    retention_from_env,
     shares_from_env,
 )
 from router.analysis.analyzer import AnalyzerConfig, snowball_stem_function
@@ -59,8 +61,10 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
         return await asgi.fetch(app, request, self.env)
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
-        """Cron trigger: cache warming; the report goes to the Worker's logs."""
+        """Cron trigger: log retention, then cache warming; the reports go to the Worker's logs."""
         scheduled_ms = getattr(controller, "scheduledTime", None)
         now = float(scheduled_ms) / 1000 if isinstance(scheduled_ms, int | float) else None
-        report = await warm_from_env(env if env is not None else self.env, now=now)
-        print(json.dumps({"cache_warming": report.as_dict()}))
+        env = env if env is not None else self.env
+        retention = await retention_from_env(env, now=now)
+        report = await warm_from_env(env, now=now)
+        print(json.dumps({"log_retention": retention.as_dict(), "cache_warming": report.as_dict()}))

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from router.compile.build import build_knowledge
 from router.contract import AgentKnowledgeContext, KnowledgeChunk, UiContext
 from router.package.reader import Catalog, KnowledgePackage, load_package
 from router.package.view import PackageView
@@ -32,6 +33,7 @@ __all__ = [
     "failing_chunks",
     "llm_context",
     "load_all_postings",
+    "package_of",
     "with_all_records",
     "with_terms",
     "write_doc",
@@ -59,6 +61,15 @@ def write_doc(folder: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def package_of(folder: Path, docs: Mapping[str, str]) -> KnowledgePackage:
+    """A package built from knowledge files written into ``folder`` (name → text), as the
+    tests of a small knowledge base written for the test build it."""
+    for name, text in docs.items():
+        write_doc(folder, name, text)
+    files = build_knowledge(folder).package.files()
+    return load_package(files["manifest.json"], files.__getitem__)
 
 
 def _chunk(

@@ -13,6 +13,7 @@ from router.pipeline import run_query
 from router.safety.injection import INJECTION_FLAG
 from router.service import KnowledgeService
 from router.stages.cache import CACHE_PREFIX, QueryCache
+from router.support.plain_text import plain_sentence
 from router.sync import run_sync
 from tests.common import ALFA, BETA, TODAY, CountedStore, catalog_of, with_all_records
 
@@ -220,4 +221,6 @@ def test_fact_citation_points_at_the_section_that_states_it(ask, package: Knowle
     view = with_all_records(package.view(None))  # what the anonymous caller above sees
     index = next(i for i, s in enumerate(view.sections) if s.section_id == citation.section_id)
     texts, _ = run_sync(view.texts.load([index]))
-    assert citation.passage in texts[index] and "30" in citation.passage
+    # the sentence as a reader reads it: the section's text without its Markdown
+    assert citation.passage in plain_sentence(" ".join(texts[index].split()))
+    assert "30" in citation.passage and "**" not in citation.passage

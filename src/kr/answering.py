@@ -13,13 +13,17 @@ verdict depends on the package and not on the machine's load; latency is reporte
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kr.evaluation import Answerer
+from kr.evaluation import Answerer, EvalReport, evaluate
+from kr.fact_values import fact_values_of
+from kr.golden import GoldenQuery
+from kr.progress import progress_bar
 from router.adapters.local.embedders import embedder_for_model
 from router.adapters.local.vector_index import LocalVectorIndex
 from router.compile.vector_cache import VectorCache, cache_id
@@ -37,6 +41,7 @@ __all__ = [
     "UNBOUNDED_LATENCY_MS",
     "CachedQueryEmbedder",
     "eval_config",
+    "evaluate_golden",
     "package_answerer",
     "query_cache_key",
 ]
@@ -119,3 +124,26 @@ def package_answerer(
         return await run_cascade(package, request, config, services, today=today)
 
     return answer
+
+
+async def evaluate_golden(
+    queries: Sequence[GoldenQuery],
+    package: KnowledgePackage,
+    *,
+    name: str,
+    today: str | None = None,
+    reranker: Reranker | None = None,
+    info: Mapping[str, Any] | None = None,
+    label: str | None = None,
+) -> EvalReport:
+    """A golden set asked of ``package`` on ``today`` (default: the current day), its fact
+    questions checked against the package's own facts: what ``kr eval`` runs on a golden file
+    or a help-center set, and the gate on each package. ``label`` names the progress bar."""
+    day = today or dt.date.today().isoformat()
+    answer = package_answerer(package, today=day, reranker=reranker)
+    catalog = await package.read_catalog()
+    facts = fact_values_of(catalog.documents)
+    with progress_bar(len(queries), label or name) as advance:
+        return await evaluate(
+            queries, answer, name=name, info=info, progress=advance, fact_values=facts, today=day
+        )

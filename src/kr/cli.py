@@ -17,9 +17,10 @@ from typing import Any, TypeAlias
 
 from kr.beir_eval import DEFAULT_SPLIT, DEFAULT_VARIANT, LANGUAGES, VARIANTS
 from kr.cloudflare import ENVIRONMENTS
-from kr.commands import build, gate, gc, keys, publish, query, rollback, serve
+from kr.commands import build, gaps, gate, gc, golden, keys, publish, query, rollback, serve
 from kr.commands import eval as evaluate
 from kr.golden import DEFAULT_GOLDEN
+from kr.help_center import EXTRA_SETS_VARIABLE
 from kr.local import DEFAULT_EMBEDDER
 from kr.rerankers import DEFAULT_RERANKER, RERANKER_HELP
 from router.adapters.local.embedders import EMBEDDER_CHOICES, embedder_choice
@@ -52,6 +53,8 @@ COMMANDS: dict[str, Command] = {
     "rollback": rollback.run,
     "gc": gc.run,
     "keys": keys.run,
+    "gaps": gaps.run,
+    "golden": golden.run,
 }
 """The async commands; ``kr serve`` runs its own event loop (uvicorn's)."""
 
@@ -62,7 +65,19 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kr", description="Knowledge Router (local default)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_build, _query, _serve, _publish, _eval, _gate, _rollback, _gc, _keys):
+    for add in (
+        _build,
+        _query,
+        _serve,
+        _publish,
+        _eval,
+        _gate,
+        _rollback,
+        _gc,
+        _keys,
+        _gaps,
+        _golden,
+    ):
         add(sub)
     return parser
 
@@ -78,7 +93,8 @@ def _gate_args(p: argparse.ArgumentParser) -> None:
         type=Path,
         action="append",
         default=[],
-        help="gate: also compare on this BEIR folder (repeatable)",
+        help="gate: also compare on this help-center or BEIR folder (repeatable; also the "
+        f"folders of ${EXTRA_SETS_VARIABLE})",
     )
     p.add_argument("--split", default=DEFAULT_SPLIT, help="gate: qrels split of the extra sets")
     p.add_argument(
@@ -202,7 +218,8 @@ def _serve(sub: Subparsers) -> None:
         default=serve.DEFAULT_EVAL_REPORT,
         metavar="FILE",
         help="the kr eval report the playground's golden-set view (/eval) shows; default "
-        "%(default)s (served at /eval/report.json with /v1/metrics's credential rule)",
+        "%(default)s (served at /eval/report.json to the operator only: Bearer $KR_ADMIN_TOKEN; "
+        "off without it)",
     )
     _reranker_arg(p)
 
@@ -247,17 +264,20 @@ def _publish(sub: Subparsers) -> None:
 def _eval(sub: Subparsers) -> None:
     p = sub.add_parser(
         "eval",
-        help="evaluate the golden set or a BEIR folder; writes reports/<set>/",
-        description="Golden set (JSONL) against the active version (or --package), or a "
-        "BEIR-layout folder compiled in memory: ranx metrics, abstention, per category and "
-        "path, stage latency. Writes metrics.json, report.md and plots under reports/<set>/.",
+        help="evaluate golden, help-center or BEIR sets; writes reports/<set>/",
+        description="Golden set (JSONL) against the active version (or --package), a "
+        "help-center folder (knowledge/ + golden.jsonl) or a BEIR-layout folder, both compiled "
+        "in memory: ranx metrics, abstention, false answers, calibration (ECE), per category "
+        "and path, stage latency. Several sets are printed side by side. Writes metrics.json, "
+        "report.md and plots under reports/<set>/ for each set.",
     )
     p.add_argument(
-        "target",
-        nargs="?",
+        "targets",
+        nargs="*",
         type=Path,
-        default=DEFAULT_GOLDEN,
-        help=f"golden set .jsonl or BEIR folder (default {DEFAULT_GOLDEN})",
+        metavar="SET",
+        help=f"golden set .jsonl, help-center folder or BEIR folder (default {DEFAULT_GOLDEN} "
+        f"and the folders of ${EXTRA_SETS_VARIABLE})",
     )
     _state_arg(p)
     p.add_argument("--package", type=Path, help="golden: evaluate this package folder")
@@ -268,8 +288,8 @@ def _eval(sub: Subparsers) -> None:
         "--embedder",
         choices=EMBEDDER_CHOICES,
         default=DEFAULT_EMBEDDER,
-        help="BEIR: section vectors (default e5, from the vector cache; falls back to none "
-        "with a note when they are not cached)",
+        help="folders: section vectors (default e5, from the vector cache; a BEIR run falls "
+        "back to none with a note when they are not cached, a help-center set embeds them)",
     )
     p.add_argument(
         "--embed-missing",
@@ -284,7 +304,9 @@ def _eval(sub: Subparsers) -> None:
     )
     p.add_argument("--language", choices=LANGUAGES, help="BEIR analyzer")
     p.add_argument("--today", help="golden: ask the queries on this day (YYYY-MM-DD)")
-    p.add_argument("--report-dir", type=Path, help="default: reports/<set>")
+    p.add_argument(
+        "--report-dir", type=Path, help="default: reports/<set> (several sets: DIR/<set>)"
+    )
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument("--json", action="store_true", help="print metrics as JSON")
     p.add_argument("--failures", action="store_true", help="list the missed queries")
@@ -296,7 +318,8 @@ def _gate(sub: Subparsers) -> None:
         "gate",
         help=f"compare a built package with the active version (exit {GATE_BLOCKED_EXIT} if worse)",
         description="Evaluate CANDIDATE (a folder from `kr build --out`, or a version in the "
-        "state) and the active version on the golden set and any --extra BEIR folder; a "
+        "state) and the active version on the golden set and any --extra help-center or BEIR "
+        "folder (recompiled with each version's build configuration); a "
         f"metric worse than its tolerance blocks (exit status {GATE_BLOCKED_EXIT}) with the "
         "list of queries that got worse.",
     )
@@ -334,6 +357,13 @@ def _gc(sub: Subparsers) -> None:
         help="versions kept besides the active and previous ones",
     )
     p.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
+    p.add_argument(
+        "--log-retention-days",
+        type=float,
+        metavar="DAYS",
+        help="local state: also delete logged queries and questions older than this "
+        "(default $KR_LOG_RETENTION_DAYS, else 30; the Worker's cron does it on D1)",
+    )
     _state_arg(p)
     p.add_argument(
         "--env", choices=ENVIRONMENTS, help="collect on Cloudflare (wrangler [env.NAME])"
@@ -360,6 +390,60 @@ def _keys(sub: Subparsers) -> None:
     revoke = actions.add_parser("revoke", help="stop a key from working")
     revoke.add_argument("key_id")
     _state_arg(revoke)
+
+
+def _period_args(p: argparse.ArgumentParser) -> None:
+    when = "YYYY-MM-DD, an ISO timestamp, unix seconds, or a span before now: 7d, 24h"
+    p.add_argument("--since", help=f"from ({when}; default: a week before --until)")
+    p.add_argument("--until", help=f"to, excluded ({when}; default: now)")
+    p.add_argument("--tenant", help="one tenant's questions only (default: every tenant's)")
+
+
+def _gaps(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "gaps",
+        help="the questions the knowledge did not answer, grouped by topic",
+        description="Questions of the local question log that were declined, answered with "
+        "LOW confidence, or asked again in other words right after their answer, grouped by "
+        "shared analysed terms: count, first/last seen, an example, the router's reason and "
+        "the nearest sections with their scores (docs/adr/0025). kr serve logs the questions; "
+        "GET /v1/gaps and the playground's /gaps show the same report.",
+    )
+    _state_arg(p)
+    _period_args(p)
+    p.add_argument("--limit", type=int, default=20, help="groups shown (default 20)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _golden(sub: Subparsers) -> None:
+    p = sub.add_parser("golden", help="grow the golden set from logged questions")
+    actions = p.add_subparsers(dest="golden_command", required=True)
+    add = actions.add_parser(
+        "add",
+        help="promote a logged question, or a gap group's questions, into the golden set",
+        description="Adds the question (its tenant, page, tab, focus and date as logged) to "
+        "the golden set with the document(s) that answer it, or abstain: true; a question "
+        "already there is refused. The quality gate then holds every later version to it.",
+    )
+    which = add.add_mutually_exclusive_group(required=True)
+    which.add_argument("--question", type=int, metavar="ID", help="a logged question's id")
+    which.add_argument("--gap", metavar="GROUP", help="every wording of a kr gaps group")
+    add.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a document or section id that answers it (repeatable)",
+    )
+    add.add_argument("--abstain", action="store_true", help="the right answer is to decline")
+    add.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN, help="the golden set")
+    add.add_argument("--category", default=golden.DEFAULT_CATEGORY, help="its category")
+    add.add_argument("--query", help="the wording to store (when only terms were logged)")
+    add.add_argument(
+        "--no-check", action="store_true", help="do not check the ids against the active version"
+    )
+    _state_arg(add)
+    _period_args(add)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,8 @@ __all__ = ["CACHE_FILE", "PARSER_MODULES", "DocumentCache", "parser_digest"]
 CACHE_FILE = Path("build") / "documents.sqlite"
 PARSER_MODULES = (
     "router.knowledge.parser",
+    "router.knowledge.front_matter",
+    "router.knowledge.tenants",
     "router.knowledge.model",
     "router.safety.fields",
     "router.safety.injection",

@@ -1,7 +1,9 @@
 """Evaluation of a query set: ranking metrics, abstention, serving paths and stage latency.
 
 The metrics are computed overall, per category and per serving path; the operational figures of
-the cascade are its stage latency (from the trace) and its cache / exact / vector rates.
+the cascade are its stage latency (from the trace) and its cache / exact / vector rates. Beside
+them, what an asker risks: the false answers (answered, and wrongly), the false abstentions
+(answerable, declined) and the expected calibration error of the confidence the router reports.
 
 Why one evaluator for the golden set and BEIR collections: both are queries with expected ids;
 a golden query may also expect an abstention, an intent, or forbid some documents. The ranking
@@ -25,13 +27,17 @@ from router.config import DEFAULT_MAX_LATENCY_MS
 from router.contract import QueryRequest, QueryResponse
 
 __all__ = [
+    "CALIBRATION_BINS",
     "DEFAULT_RECALL_AT",
     "RANKING_METRICS",
+    "SIDE_BY_SIDE",
     "Answerer",
     "EvalReport",
     "EvalSettings",
+    "calibration_error",
     "evaluate",
     "percentiles",
+    "side_by_side",
 ]
 
 Answerer = Callable[[QueryRequest], Awaitable[QueryResponse]]
@@ -49,6 +55,23 @@ DEFAULT_RECALL_AT: tuple[int, ...] = (10,)
 DEFAULT_FAILURES_LISTED = 20
 REPORTED_LATENCY_BUDGET_MS = DEFAULT_MAX_LATENCY_MS
 """Only reported: the share of queries slower than this (the router's default budget)."""
+CALIBRATION_BINS = 10
+"""Equal-width confidence bins of the expected calibration error (as bench/calibrate.py)."""
+PARAPHRASE_CATEGORY = "paraphrase"
+
+SIDE_BY_SIDE: tuple[tuple[str, str | None, str], ...] = (
+    ("queries", None, "n"),
+    ("hit@1", None, "hit@1"),
+    ("hit@3", None, "hit@3"),
+    ("MRR", None, "mrr"),
+    ("paraphrase hit@3", PARAPHRASE_CATEGORY, "hit@3"),
+    ("out-of-scope declined", None, "abstention_recall"),
+    ("false abstention", None, "false_abstention"),
+    ("false answers", None, "false_answer_rate"),
+    ("fact_value_acc", None, "fact_value_acc"),
+    ("ECE (confidence)", None, "ece"),
+)
+"""The rows of ``kr eval``'s table of several sets: (label, category or None: all, metric)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +112,7 @@ class EvalReport:
         keys += ["abstention_acc", "intent_acc", "forbidden_leaks"]
         if self.overall.get("fact_value_acc") is not None:
             keys.append("fact_value_acc")
+        keys += ["false_answer_rate", "ece"]
         columns = [(k, max(len(k), 5) + 2) for k in keys]
         rows = [f"{'category':<14}" + "".join(f"{k:>{w}}" for k, w in columns)]
         for name, metrics in [*sorted(self.per_category.items()), ("ALL", self.overall)]:
@@ -107,6 +131,20 @@ class EvalReport:
             "failures": self.failures[: self.failures_listed],
             "queries": [o.to_dict() for o in self.outcomes],
         }
+
+
+def side_by_side(reports: Sequence[EvalReport]) -> str:
+    """Several sets' headline metrics, one column per set (``SIDE_BY_SIDE``'s rows)."""
+    label_width = max(len(label) for label, _, _ in SIDE_BY_SIDE) + 2
+    columns = [(report, max(len(report.name), 7) + 2) for report in reports]
+    rows = [f"{'':<{label_width}}" + "".join(f"{r.name:>{w}}" for r, w in columns)]
+    for label, category, metric in SIDE_BY_SIDE:
+        cells = []
+        for report, width in columns:
+            metrics = report.overall if category is None else report.per_category.get(category)
+            cells.append(f"{_fmt((metrics or {}).get(metric)):>{width}}")
+        rows.append(f"{label:<{label_width}}" + "".join(cells))
+    return "\n".join(rows)
 
 
 def _fmt(value: float | None) -> str:
@@ -163,9 +201,11 @@ async def evaluate(
         categories[outcome.category].append(outcome)
         paths[outcome.path].append(outcome)
     metric_names = list(settings.ranx_metrics())
+    overall = _summarize(outcomes, metric_names)
+    overall["reliability"] = calibration_error(_calibration_pairs(outcomes))[1]
     return EvalReport(
         name=name,
-        overall=_summarize(outcomes, metric_names),
+        overall=overall,
         per_category={k: _summarize(v, metric_names) for k, v in sorted(categories.items())},
         by_path={p: _summarize(paths[p], metric_names) for p in PATHS if p in paths},
         operations=_operations(outcomes, settings),
@@ -219,6 +259,47 @@ def _ranx_scores(
     return per_query
 
 
+def calibration_error(
+    pairs: Sequence[tuple[float, bool]], bins: int = CALIBRATION_BINS
+) -> tuple[float | None, list[dict[str, float]]]:
+    """Expected calibration error of (confidence, was it right) pairs over ``bins`` equal-width
+    bins (a confidence of 1.0 falls in the last), and the non-empty bins: their bounds, mean
+    confidence, observed share right, and count. None for no pairs."""
+    if not pairs:
+        return None, []
+    grouped: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for confidence, right in pairs:
+        grouped[min(int(confidence * bins), bins - 1)].append((confidence, right))
+    ece = 0.0
+    table = []
+    for index in sorted(grouped):
+        inside = grouped[index]
+        predicted = sum(c for c, _ in inside) / len(inside)
+        observed = sum(r for _, r in inside) / len(inside)
+        ece += len(inside) / len(pairs) * abs(predicted - observed)
+        low = index / bins
+        table.append(
+            {
+                "low": low,
+                "high": low + 1 / bins,
+                "confidence": predicted,
+                "observed": observed,
+                "count": len(inside),
+            }
+        )
+    return ece, table
+
+
+def _calibration_pairs(outcomes: Sequence[QueryOutcome]) -> list[tuple[float, bool]]:
+    """(reported confidence, served first result relevant) of every query that can be judged."""
+    pairs = []
+    for outcome in outcomes:
+        right = outcome.top_relevant
+        if right is not None:
+            pairs.append((outcome.confidence, right))
+    return pairs
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -243,6 +324,10 @@ def _summarize(outcomes: Sequence[QueryOutcome], metric_names: Sequence[str]) ->
     out["intent_acc"] = _mean([float(o.intent_ok) for o in outcomes if o.intent_ok is not None])
     out["forbidden_leaks"] = sum(o.leaks for o in outcomes)
     out["fact_value_acc"] = _mean([float(o.fact_ok) for o in outcomes if o.fact_ok is not None])
+    answerable = [o for o in outcomes if not o.should_abstain]
+    out["false_abstention"] = _mean([float(o.abstained) for o in answerable])
+    out["false_answer_rate"] = _mean([float(o.false_answer) for o in outcomes])
+    out["ece"] = calibration_error(_calibration_pairs(outcomes))[0]
     return out
 
 

@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Sequence
 
 from kr.golden import GoldenQuery
-from router.knowledge.model import Document
+from router.knowledge.model import Document, FactValue
 from router.stages.answer import format_value
+from router.support.grounding import states_value
 
 __all__ = ["FactValues", "fact_values_of", "states_one_of"]
 
@@ -43,12 +44,12 @@ def fact_values_of(documents: Sequence[Document]) -> FactValues:
 
 
 def states_one_of(answer: str, values: Sequence[str]) -> bool:
-    """Whether ``answer`` states one of ``values`` as a whole token ("30" in "**30 dias**",
-    not "3" in "30"); Portuguese thousands dots and zero cents ("81.000,00") read as the
-    number."""
-    text = re.sub(r"(?<=\d)\.(?=\d{3}(?!\d))", "", answer.casefold())
-    text = re.sub(r"(?<=\d),00(?!\d)", "", text)  # "R$ 81.000,00" states 81000
-    return any(
-        re.search(rf"(?<![\w.,]){re.escape(v.casefold())}(?![\w]|[.,]\d)", text) is not None
-        for v in values
-    )
+    """Whether ``answer`` states one of ``values``: a number in any notation as a whole number
+    ("30" in "**30 dias**", not "3" in "30"; "2.99" in "2,99%", "81000" in "R$ 81.000,00",
+    "6.5" in "R$ 6,50"), a text as whole words, accents and case aside."""
+    return any(states_value(answer, _typed(v)) for v in values)
+
+
+def _typed(value: str) -> FactValue:
+    """A value read back from its text: a number when it is one."""
+    return float(value) if re.fullmatch(r"-?\d+(?:\.\d+)?", value) else value

@@ -17,7 +17,18 @@ from pydantic import ValidationError
 from router.contract import QueryRequest
 from router.errors import DatasetError
 
-__all__ = ["DEFAULT_GOLDEN", "GOLDEN_NAME", "GOLDEN_TOP_K", "GoldenQuery", "load_golden"]
+__all__ = [
+    "DEFAULT_GOLDEN",
+    "GOLDEN_CONTEXT",
+    "GOLDEN_NAME",
+    "GOLDEN_TOP_K",
+    "GoldenQuery",
+    "append_golden",
+    "golden_identity",
+    "golden_rows",
+    "load_golden",
+    "next_golden_id",
+]
 
 DEFAULT_GOLDEN = Path("eval/golden.jsonl")
 """The golden set, from the project root (the default set of ``kr eval`` and of the gate)."""
@@ -88,3 +99,60 @@ def load_golden(path: str | Path) -> list[GoldenQuery]:
     if not queries:
         raise DatasetError(f"golden set {source} holds no queries")
     return queries
+
+
+GOLDEN_CONTEXT = ("tenant", "page", "tab", "focus", "date")
+"""The request context a golden line carries (``None`` where it was not set)."""
+
+
+def golden_identity(row: Mapping[str, object]) -> tuple[object, ...]:
+    """What makes two golden lines the same question: the query as the cache normalises it
+    (case, accents kept, spaces and punctuation folded) and its request context."""
+    from router.stages.normalizer import normalize_query
+
+    query = normalize_query(str(row.get("query") or "")).text
+    return (query, *(row.get(name) or None for name in GOLDEN_CONTEXT))
+
+
+def golden_rows(path: str | Path) -> list[dict[str, object]]:
+    """The golden set's lines as JSON objects (none when the file does not exist yet)."""
+    source = Path(path)
+    if not source.is_file():
+        return []
+    rows = []
+    for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError as exc:
+            raise DatasetError(f"{source}:{number}: invalid JSON: {exc}") from exc
+    return rows
+
+
+def next_golden_id(rows: list[dict[str, object]]) -> str:
+    """``q`` and the next number after the highest ``qNNN`` id of the set (``q001`` first)."""
+    numbers = [
+        int(str(row.get("id"))[1:])
+        for row in rows
+        if str(row.get("id", "")).startswith("q") and str(row.get("id"))[1:].isdigit()
+    ]
+    return f"q{max(numbers, default=0) + 1:03d}"
+
+
+def append_golden(path: str | Path, row: Mapping[str, object]) -> None:
+    """Add one line to the golden set (a newline first if the file lacks its last one); the
+    line is checked the way :func:`load_golden` reads it before it is written."""
+    target = Path(path)
+    line = json.dumps(dict(row), ensure_ascii=False)
+    try:
+        QueryRequest.model_validate(
+            {"query": row.get("query"), **{name: row.get(name) for name in GOLDEN_CONTEXT}}
+        )
+    except ValidationError as exc:
+        raise DatasetError(f"not a valid golden query: {exc.errors()[0]['msg']}") from exc
+    existing = target.read_bytes() if target.is_file() else b""
+    prefix = b"\n" if existing and not existing.endswith(b"\n") else b""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("ab") as out:
+        out.write(prefix + line.encode("utf-8") + b"\n")

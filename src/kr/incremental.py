@@ -20,6 +20,7 @@ from kr.document_cache import DocumentCache, parser_digest
 from router.compile.corpus import (
     SYNONYMS_FILE,
     Diagnostic,
+    build_failure,
     knowledge_file_stats,
     parse_knowledge_file,
 )
@@ -120,8 +121,7 @@ def try_delta(
     documents, diagnostics = _parse(scan.changed, reuse)
     errors = [d for d in diagnostics if d.level == "error"]
     if strict and errors:
-        first = errors[0]
-        raise KnowledgeFormatError(first.path, first.line, f"{len(errors)} error(s): {first}")
+        raise build_failure(errors)
     failed = [d.path for d in errors]
     gone = set(scan.removed) | set(failed) | {doc.path for doc in documents}
     manifest = base.manifest()

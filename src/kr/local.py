@@ -20,6 +20,8 @@ from router.adapters.local.vector_index import LocalVectorIndex
 from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES
 from router.namespaced import NamespacedStore, reranker_namespace
+from router.ops.query_log import QueryRecorder
+from router.ops.questions import LogPolicy, log_policy_from
 from router.package.version.manifest import Manifest
 from router.ports import Embedder, KeyValueStore, Reranker, VectorIndex
 from router.service import KnowledgeService
@@ -29,6 +31,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "local_authenticator",
     "local_keys",
+    "local_log_policy",
     "local_service",
     "local_state",
     "local_vector_stage",
@@ -55,13 +58,27 @@ def local_vector_stage(manifest: Manifest) -> tuple[Embedder | None, VectorIndex
     return embedder, LocalVectorIndex(int(embedding["dimensions"]))
 
 
+def local_log_policy() -> LogPolicy:
+    """What the local logs keep and for how long: ``$KR_LOG_STORE``, ``$KR_LOG_RETENTION_DAYS``."""
+    return log_policy_from(os.environ.get)
+
+
 def local_service(
-    path: Path | None, cache: bool = True, reranker: Reranker | None = None
+    path: Path | None,
+    cache: bool = True,
+    reranker: Reranker | None = None,
+    record: bool = False,
 ) -> KnowledgeService:
     """SQLite KV + folder blobs, an in-process vector index filled when a package is loaded,
     LRU + KV query cache (reranked answers under their own prefix), the vector stage of each
-    loaded package, and ``reranker`` (``--reranker``) when given."""
+    loaded package, and ``reranker`` (``--reranker``) when given. ``record`` (``kr serve``)
+    logs every served question in the state's D1 file, each written at once, redacted as
+    :func:`local_log_policy` says (the gaps report reads them; ``kr query`` does not log)."""
     state = local_state(path)
+    recorder = None
+    if record:
+        policy = local_log_policy()
+        recorder = QueryRecorder(state.query_log, questions=state.question_log, policy=policy)
     cache_kv: KeyValueStore = state.cache_kv
     if reranker is not None:
         cache_kv = NamespacedStore(cache_kv, reranker_namespace(reranker.model))
@@ -72,6 +89,8 @@ def local_service(
         load_vectors_on_activation=True,
         vector_stage=local_vector_stage,
         reranker=reranker,
+        recorder=recorder,
+        question_log=state.question_log,
     )
 
 

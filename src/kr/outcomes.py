@@ -57,11 +57,31 @@ class QueryOutcome:
     scores: Mapping[str, float] = field(default_factory=dict)  # per-query ranx values
     context: Mapping[str, str] = field(default_factory=dict)  # CONTEXT_FIELDS that were set
     fact_ok: bool | None = None  # a fact question's answer stated its value (None: not one)
+    confidence: float = 0.0  # the confidence the router reported (0 to 1)
 
     @property
     def judged(self) -> bool:
         """Counted in the ranking metrics: it expects ids and is not an out-of-scope query."""
         return bool(self.expected) and not self.should_abstain
+
+    @property
+    def top_relevant(self) -> bool | None:
+        """Whether the served first result is relevant: what ``confidence`` claims the chance
+        of. A question to decline has no relevant result; None for an answerable question
+        without expected ids (nothing to judge the first result by)."""
+        if self.should_abstain:
+            return False
+        if not self.judged:
+            return None
+        return not self.abstained and self.rank == 1
+
+    @property
+    def false_answer(self) -> bool:
+        """Answered, and wrongly: a question to decline answered, a wrong first result, or a
+        fact question whose answer does not state the fact's value."""
+        if self.abstained:
+            return False
+        return self.should_abstain or self.top_relevant is False or self.fact_ok is False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,10 +95,12 @@ class QueryOutcome:
             "ranked": list(self.ranked[:RANKED_IN_JSON]),
             "intent_ok": self.intent_ok,
             "fact_ok": self.fact_ok,
+            "false_answer": self.false_answer,
             "leaks": self.leaks,
             "path": self.path,
             "vector_ran": self.vector_ran,
             "latency_ms": self.latency_ms,
+            "confidence": self.confidence,
             "confidence_level": self.confidence_level,
             "top": list(self.top),
             "passed": self.passed,
@@ -140,6 +162,7 @@ def query_outcome(
         scores=dict(scores),
         context=request_context(golden),
         fact_ok=fact_ok,
+        confidence=float(response.confidence),
     )
 
 

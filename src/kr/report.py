@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kr.evaluation import EvalReport
+from kr.evaluation import CALIBRATION_BINS, EvalReport
 
 __all__ = [
     "DEFAULT_REPORTS_DIR",
@@ -89,7 +89,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def render_markdown(report: EvalReport, plots: Sequence[str] = ()) -> str:
-    lines = [*_summary(report), *_abstention(report.overall), *_per_category(report, plots)]
+    lines = [*_summary(report), *_abstention(report.overall), *_risk(report.overall)]
+    lines += _per_category(report, plots)
     lines += [*_serving_paths(report), *_latency(report.operations, plots)]
     if "ranks.png" in plots:
         lines += ["## Rank of the first expected id", "", "![ranks](ranks.png)", ""]
@@ -132,6 +133,45 @@ def _abstention(overall: Mapping[str, Any]) -> list[str]:
             f"forbidden documents returned: {overall.get('forbidden_leaks', 0)}.",
             "",
         ]
+    return lines
+
+
+def _risk(overall: Mapping[str, Any]) -> list[str]:
+    """False answers, false abstentions and the calibration of the reported confidence."""
+    lines = [
+        "## False answers and calibration",
+        "",
+        *_table(
+            ["false answers", "false abstention", "fact value acc.", "ECE (confidence)"],
+            [
+                [
+                    _num(overall.get("false_answer_rate")),
+                    _num(overall.get("false_abstention")),
+                    _num(overall.get("fact_value_acc")),
+                    _num(overall.get("ece")),
+                ]
+            ],
+        ),
+        "",
+        "False answers: the share of all queries answered wrongly (a query to decline "
+        "answered, a wrong first result, or a fact question whose answer does not state the "
+        "fact's value); false abstention: the share of answerable queries declined. ECE: the "
+        "expected calibration error of the confidence the router reports against whether the "
+        f"served first result is relevant, over {CALIBRATION_BINS} equal-width bins.",
+        "",
+    ]
+    bins = overall.get("reliability") or []
+    if bins:
+        rows = [
+            [
+                f"{b['low']:.1f}–{b['high']:.1f}",
+                str(b["count"]),
+                _num(b["confidence"]),
+                _num(b["observed"]),
+            ]
+            for b in bins
+        ]
+        lines += [*_table(["confidence", "n", "mean reported", "top-1 relevant"], rows), ""]
     return lines
 
 

@@ -79,6 +79,9 @@ DEFAULT_SYNONYM_WEIGHT = 0.5
 # Sentences quoted in an extractive answer, and how many sections they may come from.
 DEFAULT_ANSWER_SENTENCES = 3
 DEFAULT_ANSWER_SECTIONS = 2
+# Sections of the answering document whose sentences an answer may quote: the ranked ones, then
+# the others in reading order (the value is often stated under a section ranked lower).
+DEFAULT_ANSWER_DOCUMENT_SECTIONS = 12
 # Graph expansion (PRD §15): neighbours of the best few sections, depth 1, at most 10 nodes.
 DEFAULT_GRAPH_SEEDS = 3
 DEFAULT_GRAPH_DEPTH = 1
@@ -220,6 +223,7 @@ class RouterConfig:
     synonym_weight: float = DEFAULT_SYNONYM_WEIGHT
     answer_sentences: int = DEFAULT_ANSWER_SENTENCES
     answer_sections: int = DEFAULT_ANSWER_SECTIONS
+    answer_document_sections: int = DEFAULT_ANSWER_DOCUMENT_SECTIONS
     graph_seeds: int = DEFAULT_GRAPH_SEEDS
     graph_depth: int = DEFAULT_GRAPH_DEPTH
     vector_top_k: int = DEFAULT_VECTOR_TOP_K
@@ -260,6 +264,7 @@ class RouterConfig:
         for name in ("top_k", "bm25_candidates", "answer_sentences", "answer_sections", "rrf_k"):
             check_count(owner, name, getattr(self, name))
         check_count(owner, "vector_top_k", self.vector_top_k)
+        check_count(owner, "answer_document_sections", self.answer_document_sections)
         check_count(owner, "graph_seeds", self.graph_seeds, 0)
         check_count(owner, "graph_depth", self.graph_depth, 0)
         check_keys(owner, "top_k_by_level", self.top_k_by_level, LEVELS)

@@ -23,6 +23,7 @@ __all__ = [
     "ConfidenceLevel",
     "ErrorBody",
     "ErrorResponse",
+    "FactAnswer",
     "Intent",
     "KnowledgeChunk",
     "KnowledgeReference",
@@ -162,6 +163,18 @@ class Citation(BaseModel):
     score: float
 
 
+class FactAnswer(BaseModel):
+    """The structured fact a direct answer states (PRD §33): for a program, beside the sentence
+    the reader gets in ``answer``. ``address`` is ``doc_id.key`` (``apr.defaultValidityDays``);
+    ``section_id`` is where the cited sentence states it (empty when no sentence does)."""
+
+    doc_id: str
+    key: str
+    value: str | int | float | bool
+    address: str
+    section_id: str = ""
+
+
 class RetrievalResult(BaseModel):
     """One ranked section with every source's score, so the ranking is explainable."""
 
@@ -197,6 +210,7 @@ class QueryResponse(BaseModel):
     knowledge_version: str
     results: list[RetrievalResult]
     metadata: ResponseMetadata
+    fact: FactAnswer | None = None
     trace: dict[str, Any] = Field(default_factory=dict)
     context: AgentKnowledgeContext | None = None
 

@@ -26,7 +26,7 @@ from router.package.view import PackageView
 from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.results import Fused, IndexReads, LatencyTier
-from router.stages.answer import choose_answer, pick_fact
+from router.stages.answer import answer_sections, choose_answer, named_fact
 from router.stages.cache import CacheLookup, QueryCache, look_up, probe
 from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
@@ -165,8 +165,9 @@ async def run_cascade(
         fused = shown = []
     else:
         _keep(state, records)
-    fact = pick_fact(state, fused)
-    state.texts = await load_texts(state, quoted_sections(state, shown, fused, fact))
+    fact = named_fact(state)
+    quoting = answer_sections(state, fused, fact)
+    state.texts = await load_texts(state, quoted_sections(shown, quoting))
     context = context_for(state, shown)
     answer = await choose_answer(state, fused, fact, context, services.generator)
 

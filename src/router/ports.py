@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from router.contract import QueryRequest
+from router.contract import QueryRequest, QueryResponse
+
+if TYPE_CHECKING:
+    from router.ops.questions import LoggedQuestion
 
 __all__ = [
     "ACTIVE_VERSION_KEY",
@@ -30,9 +33,11 @@ __all__ = [
     "LoggedQuery",
     "QueryLog",
     "QueryRecorder",
+    "QuestionLog",
     "RecordRows",
     "RelationalStore",
     "Reranker",
+    "SharedLogWriter",
     "VectorIndex",
     "VectorMatch",
     "VectorRecord",
@@ -170,17 +175,57 @@ class QueryLog(Protocol):
         """At most ``limit`` queries seen since ``since``, most used first."""
         ...
 
-    async def prune(self, before: float) -> None:
-        """Forget the hours that ended before ``before``."""
+    async def prune(self, before: float) -> int | None:
+        """Forget the hours that ended before ``before``; how many rows went (None: unknown)."""
         ...
+
+
+class QuestionLog(Protocol):
+    """Served questions one by one, with their outcome (D1 ``question_log``; SQLite locally),
+    for the content-gaps report (``router.ops.gaps``). ``tenant`` scopes a read: a tenant's
+    name, or ``router.ops.questions.ALL_TENANTS`` for the operator. Times are unix seconds."""
+
+    async def record(self, questions: Sequence[LoggedQuestion]) -> None: ...
+
+    async def count(self, since: float, until: float, tenant: str) -> int: ...
+
+    async def read(
+        self, since: float, until: float, tenant: str, after_id: int, limit: int
+    ) -> list[LoggedQuestion]:
+        """At most ``limit`` questions of ``[since, until)`` with ids above ``after_id``, in id
+        order (a long log is read page by page)."""
+        ...
+
+    async def get(self, question_id: int, tenant: str) -> LoggedQuestion | None: ...
+
+    async def prune(self, before: float) -> int:
+        """Delete the questions served before ``before``; how many went."""
+        ...
+
+
+@runtime_checkable
+class SharedLogWriter(Protocol):
+    """A query log whose database also holds the question log (D1, the local SQLite file):
+    both are written in one batch, one round trip per flush."""
+
+    async def record_with_questions(
+        self, queries: Sequence[LoggedQuery], questions: Sequence[LoggedQuestion]
+    ) -> None: ...
 
 
 class QueryRecorder(Protocol):
     """Where the service records the questions it served (``router.ops.query_log``'s batches
-    into a ``QueryLog``; the cache warming replays the most frequent)."""
+    into a ``QueryLog`` — the cache warming replays the most frequent — and, with their
+    response, into a ``QuestionLog``)."""
 
-    async def record(self, request: QueryRequest) -> None:
-        """Count one served request; never raises (a lost log line never fails a query)."""
+    async def record(
+        self,
+        request: QueryRequest,
+        response: QueryResponse | None = None,
+        caller: str | None = None,
+    ) -> None:
+        """Count one served request; never raises (a lost log line never fails a query).
+        ``caller`` names who asked (a credential or an address), stored only as a hash."""
         ...
 
     async def flush(self) -> int:

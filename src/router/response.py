@@ -12,6 +12,8 @@ from typing import Any
 
 from router.contract import (
     AgentKnowledgeContext,
+    Citation,
+    FactAnswer,
     QueryAnalysis,
     QueryResponse,
     ResponseMetadata,
@@ -23,7 +25,7 @@ from router.package.view import PackageView
 from router.package.view_parts import RecordNotLoaded
 from router.results import Fused, LatencyTier, LexicalConfidence, QueryFeatures
 from router.stages.answer import Answer
-from router.stages.context_builder import shown_heading, shown_title
+from router.stages.context_builder import neutralise, shown_heading, shown_title
 from router.stages.normalizer import normalize_query
 from router.state import QueryState
 from router.trace import Trace
@@ -32,6 +34,29 @@ __all__ = ["LOW_EVIDENCE_FLAG", "build_response", "from_cache", "record_metrics"
 
 LOW_EVIDENCE_FLAG = "low_evidence"
 """On every result of a declined question: evidence for the agent, not an answer (PRD §22)."""
+
+
+def _neutral(citation: Citation) -> Citation:
+    """A citation whose quoted passage can hold no tag (``neutralise``): knowledge text is data
+    in every output field, not only in the context package."""
+    return citation.model_copy(update={"passage": neutralise(citation.passage)})
+
+
+def _fact(package: PackageView, answer: Answer) -> FactAnswer | None:
+    """The fact a direct answer states, structured: key, value, document, and the section
+    whose sentence states it."""
+    fact = answer.fact
+    if fact is None:
+        return None
+    doc = package.documents[fact.doc_index]
+    section = package.sections[fact.section].section_id if fact.section is not None else ""
+    return FactAnswer(
+        doc_id=doc.semantic_id,
+        key=fact.name,
+        value=neutralise(fact.value) if isinstance(fact.value, str) else fact.value,
+        address=f"{doc.semantic_id}.{fact.name}",
+        section_id=section,
+    )
 
 
 def build_response(
@@ -48,24 +73,25 @@ def build_response(
     verdict = state.verdict()
     confidence = verdict.reported_value
     return QueryResponse(
-        answer=answer.text,
-        citations=answer.citations,
+        answer=neutralise(answer.text),
+        citations=[_neutral(c) for c in answer.citations],
         strategy_used=answer.strategy,
         confidence=round(confidence, 4),
         confidence_level=verdict.reported_level,
-        abstained=verdict.abstain,
+        abstained=verdict.abstain or answer.withheld is not None,
         abstention_reason=(
             verdict.reason
             or abstention_reason(
                 state.features, state.lexical_result().confidence, state.config.min_coverage
             )
             if verdict.abstain
-            else None
+            else answer.withheld
         ),
         sources_used=["docs"],
         analysis=_analysis(state.features, answer.strategy, confidence, state.tier),
         knowledge_version=package.version,
         results=[_result(package, f, low=verdict.abstain) for f in shown],
+        fact=_fact(package, answer),
         metadata=ResponseMetadata(
             latency_ms=trace.elapsed_ms(),
             fallback_triggered=trace.ran("vector"),
@@ -152,8 +178,9 @@ def _result(package: PackageView, candidate: Fused, *, low: bool) -> RetrievalRe
     return RetrievalResult(
         doc_id=doc.semantic_id,
         section_id=section.section_id,
-        title=shown_title(doc),  # a flagged title or heading is data no agent should read
-        heading=shown_heading(doc, section),
+        # a flagged title or heading is data no agent should read; none can hold a tag
+        title=neutralise(shown_title(doc)),
+        heading=neutralise(shown_heading(doc, section)),
         final_score=round(candidate.final, 6),
         scores=dict(candidate.scores),
         flags=[*section.flags, LOW_EVIDENCE_FLAG] if low else list(section.flags),

@@ -47,7 +47,7 @@ GraphNode = tuple[int, float, str]
 LatencyTier = Literal["fast", "normal", "quality"]
 """The latency tier a request asks for (``stages.tiers``)."""
 
-AnswerType = Literal["person", "number", "any"]
+AnswerType = Literal["person", "number", "list", "any"]
 """What a direct answer must be (``stages.query_analyzer``)."""
 
 Outcome = Literal["answer", "evidence", "nothing"]
@@ -192,7 +192,7 @@ class QueryFeatures:
     deictic: bool
     value_question: bool
     needs_ui_context: bool = False  # names only the screen ("explique este campo")
-    answer_type: AnswerType = "any"  # what a direct answer must be: a person, a number
+    answer_type: AnswerType = "any"  # what a direct answer must be: a person, a number, a list
     words: tuple[str, ...] = ()  # the plain words analysed, lower-cased (typo repair's input)
     truncated: bool = False
 

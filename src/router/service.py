@@ -2,7 +2,11 @@
 
 Why it holds the previous package: activating a version is a single KV write; if the newly active
 package turns out corrupt or partial, it is refused and the version already loaded keeps serving
-(and is retried at most once per ``active_version_ttl_s``, not on every request).
+(and is retried with backoff, from ``REFUSED_RETRY_S`` up to ``MAX_REFUSED_RETRY_S``, not on
+every request). With nothing loaded yet (a restart, a cold isolate) the version activation
+recorded as previous (``knowledge:previous-version``) serves instead, so a corrupt activation
+never takes the whole service down. :meth:`KnowledgeService.health` says which version serves,
+which one KV names and what failed, from the current state: it recovers as soon as they agree.
 
 Why a TTL on the active version: in the Worker every request would otherwise pay a KV read to
 learn which version is active. With ``active_version_ttl_s`` > 0 the version read from KV is
@@ -16,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
@@ -38,6 +43,7 @@ from router.package.version.partitions import SHARED_PARTITION, delta_key, parti
 from router.pipeline import CascadeServices, cached_before_loading, run_cascade
 from router.ports import (
     ACTIVE_VERSION_KEY,
+    PREVIOUS_VERSION_KEY,
     Allocate,
     Blob,
     BlobStore,
@@ -46,6 +52,7 @@ from router.ports import (
     Generator,
     KeyValueStore,
     QueryRecorder,
+    QuestionLog,
     RecordRows,
     Reranker,
     VectorIndex,
@@ -56,6 +63,7 @@ from router.vectors.records import section_records
 __all__ = [
     "ACTIVE_VERSION_TTL_S",
     "KV_RETRY_S",
+    "MAX_REFUSED_RETRY_S",
     "REFUSED_RETRY_S",
     "KnowledgeService",
     "VectorStageFactory",
@@ -70,7 +78,11 @@ ACTIVE_VERSION_TTL_S = 10.0
 """Seconds the Worker trusts the active version it read from KV before reading it again."""
 REFUSED_RETRY_S = 30.0
 """Seconds before a refused (corrupt, partial) version is read again, even where the active
-version is read on every request (``kr``); a new activation has a new id and loads at once."""
+version is read on every request (``kr``); a new activation has a new id and loads at once.
+Each further failure of the same version doubles the wait, up to ``MAX_REFUSED_RETRY_S``."""
+MAX_REFUSED_RETRY_S = 4 * REFUSED_RETRY_S
+"""The longest wait between two attempts at a refused version: a repaired version (its blobs
+uploaded again under the same id) is served within two minutes."""
 KV_RETRY_S = 5.0
 """Seconds the last good version serves before KV is asked again after it failed."""
 
@@ -140,6 +152,16 @@ def _shared_indices(manifest: Manifest) -> list[int]:
     return [i for i, entry in enumerate(manifest.partitions) if entry.key in SHARED_PARTITIONS]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A version that failed to load: why, how many times in a row, and when to try again."""
+
+    version: str
+    error: PackageFormatError | BindingError
+    failures: int
+    retry_at: float
+
+
 @dataclass
 class KnowledgeService:
     kv: KeyValueStore
@@ -161,16 +183,43 @@ class KnowledgeService:
     vector_stage: VectorStageFactory | None = None
     # Records served queries for cache warming (best effort, never fails a query).
     recorder: QueryRecorder | None = None
+    # the served questions with their outcomes (what the recorder writes; the gaps report reads)
+    question_log: QuestionLog | None = None
     # D1's knowledge_records: the records a response needs in one query (else the R2 chunks)
     record_rows: RecordRows | None = None
     # reorders the fused top-N when confidence is not HIGH (router.stages.rerank); None: off
     reranker: Reranker | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
-    last_load_error: str | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
     _version_read_at: float = field(default=0.0, init=False)
     _trust_s: float = field(default=0.0, init=False)  # how long _version is trusted
-    _refused: tuple[str, float] | None = field(default=None, init=False)
+    _kv_error: str | None = field(default=None, init=False)  # KV could not name the version
+    _refused: Refusal | None = field(default=None, init=False)
+
+    @property
+    def last_load_error(self) -> str | None:
+        """What keeps the active version from serving now, or None when it serves: KV cannot
+        name it, or it was refused (and which version serves instead). Derived from the current
+        state, so it clears as soon as KV answers again, the version loads or another is
+        activated."""
+        serving = self._package.version if self._package is not None else None
+        problems = [self._kv_error] if self._kv_error else []
+        refused = self._refused
+        if refused is not None and refused.version == self._version != serving:
+            instead = f"; serving {serving} instead" if serving else "; no version serves"
+            problems.append(f"{refused.version}: {refused.error.message}{instead}")
+        return "; ".join(problems) or None
+
+    def health(self) -> dict[str, Any]:
+        """``/v1/health``'s account of the versions, after :meth:`package`: the one KV names as
+        active (None: KV cannot say) and ``last_load_error``; ``status`` is "degraded" while
+        another version serves or KV fails (the serving one is the package's)."""
+        problem = self.last_load_error
+        return {
+            "status": "degraded" if problem else "ok",
+            "active_version": None if self._kv_error else self._version,
+            "last_load_error": problem,
+        }
 
     async def active_version(self) -> str:
         """The active version: from KV, or the one read less than ``active_version_ttl_s`` ago.
@@ -188,6 +237,7 @@ class KnowledgeService:
             check_version_id(version)
         except (BindingError, NoActiveVersionError, PackageFormatError) as exc:
             return self._last_good(exc, now)
+        self._kv_error = None
         self._version, self._version_read_at, self._trust_s = (
             version,
             now,
@@ -200,8 +250,8 @@ class KnowledgeService:
         current = self._package
         if current is None:
             raise exc
-        self.last_load_error = f"active version: {exc.message}; serving {current.version}"
-        log.error("%s", self.last_load_error)
+        self._kv_error = f"active version: {exc.message}; serving {current.version}"
+        log.error("%s", self._kv_error)
         self._version, self._version_read_at, self._trust_s = current.version, now, KV_RETRY_S
         return current.version
 
@@ -221,32 +271,72 @@ class KnowledgeService:
     async def package(self) -> KnowledgePackage:
         """The active package, loaded once per version; a bad new version keeps the old one.
 
-        A refused version is not retried before ``REFUSED_RETRY_S`` (or the TTL) has passed,
-        so a corrupt activation costs one failed load per interval, not one per request.
+        A refused version is not retried before its backoff has passed (``REFUSED_RETRY_S``,
+        doubling up to ``MAX_REFUSED_RETRY_S``, or the TTL if longer), so a corrupt activation
+        costs one failed load per interval, not one per request. With nothing loaded, the
+        previous version (:data:`~router.ports.PREVIOUS_VERSION_KEY`) serves while the active
+        one is refused; with neither, the refusal is raised (a 503).
         """
         version = await self.active_version()
         current = self._package
         if current is not None and current.version == version:
             return current
-        if current is not None and self._recently_refused(version):
-            return current
+        refused = self._refused
+        if refused is not None and refused.version == version and self.clock() < refused.retry_at:
+            if current is not None:
+                return current
+            raise refused.error
         try:
             loaded = await self.load(version)
         except (PackageFormatError, BindingError) as exc:
-            self.last_load_error = f"{version}: {exc.message}"
-            self._refused = (version, self.clock())
-            if current is None:
+            self._refuse(version, exc)
+            if current is not None:
+                log.error(
+                    "refusing knowledge version %s, still serving %s", version, current.version
+                )
+                return current
+            fallback = await self._previous(version)
+            if fallback is None:
                 raise
-            log.error("refusing knowledge version %s, still serving %s", version, current.version)
-            return current
+            log.error(
+                "refusing knowledge version %s, serving %s instead", version, fallback.version
+            )
+            return fallback
+        await self._install(loaded)
+        self._refused = None
+        return loaded
+
+    def _refuse(self, version: str, exc: PackageFormatError | BindingError) -> None:
+        """Remember that ``version`` failed, and when to try it again (doubling each time)."""
+        failures = 1
+        if self._refused is not None and self._refused.version == version:
+            failures = self._refused.failures + 1
+        base = max(self.active_version_ttl_s, REFUSED_RETRY_S)
+        wait = min(base * 2 ** (failures - 1), max(base, MAX_REFUSED_RETRY_S))
+        self._refused = Refusal(version, exc, failures, self.clock() + wait)
+
+    async def _previous(self, refused: str) -> KnowledgePackage | None:
+        """The previous version (the one the last activation replaced) loaded and installed, or
+        None when none is recorded, KV cannot say, or it fails to load too."""
+        try:
+            previous = await self.kv.get(PREVIOUS_VERSION_KEY)
+            if not previous or previous == refused:
+                return None
+            check_version_id(previous)
+            loaded = await self.load(previous)
+        except (BindingError, PackageFormatError) as exc:
+            log.error("no previous version to serve instead of %s: %s", refused, exc.message)
+            return None
+        await self._install(loaded)
+        return loaded
+
+    async def _install(self, loaded: KnowledgePackage) -> None:
+        """Make ``loaded`` the package that serves (with its vector stage)."""
         if self.vector_stage is not None:
             self.embedder, self.vector_index = self._vector_stage_for(loaded)
         if self.load_vectors_on_activation and self.vector_index is not None:
             await self.vector_index.upsert(await section_records(loaded))
         self._package = loaded
-        self._refused = None
-        self.last_load_error = None
-        return loaded
 
     def _vector_stage_for(
         self, package: KnowledgePackage
@@ -261,12 +351,12 @@ class KnowledgeService:
             return None, None
 
     def _recently_refused(self, version: str) -> bool:
-        """A version refused less than ``REFUSED_RETRY_S`` (or the TTL, if longer) ago: not
-        read and hashed again on every request while the last good one serves."""
-        if self._refused is None or self._refused[0] != version:
-            return False
-        retry_s = max(self.active_version_ttl_s, REFUSED_RETRY_S)
-        return self.clock() - self._refused[1] < retry_s
+        """A version refused whose retry time has not come: not read and hashed again on every
+        request while another one serves."""
+        refused = self._refused
+        return (
+            refused is not None and refused.version == version and self.clock() < refused.retry_at
+        )
 
     @property
     def needs_vectors(self) -> bool:
@@ -315,9 +405,11 @@ class KnowledgeService:
         *,
         record: bool = True,
         defer: Defer | None = None,
+        caller: str | None = None,
     ) -> QueryResponse:
         """Answer one request; ``record=False`` keeps it out of the query log (warming);
-        ``defer`` runs the KV cache write and the query-log batch after the response."""
+        ``defer`` runs the KV cache write and the query-log batch after the response;
+        ``caller`` (a credential or an address) is logged as a hash, to find reformulations."""
         services = CascadeServices(
             embedder=self.embedder,
             vector_index=self.vector_index,
@@ -335,7 +427,8 @@ class KnowledgeService:
             cached, probed = await cached_before_loading(version, request, services, today)
             if cached is not None:
                 if record and self.recorder is not None:
-                    await run_or_defer(self.recorder.record(request), defer, "query log")
+                    work = self.recorder.record(request, cached, caller)
+                    await run_or_defer(work, defer, "query log")
                 return cached
         started = self.clock()
         package = await self.package()
@@ -353,5 +446,5 @@ class KnowledgeService:
                 **view_load(package, request.tenant),
             }
         if record and self.recorder is not None:
-            await run_or_defer(self.recorder.record(request), defer, "query log")
+            await run_or_defer(self.recorder.record(request, response, caller), defer, "query log")
         return response

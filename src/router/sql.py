@@ -20,6 +20,11 @@ __all__ = [
     "QUERY_LOG_FREQUENT",
     "QUERY_LOG_PRUNE",
     "QUERY_LOG_RECORD",
+    "QUESTION_LOG_COUNT",
+    "QUESTION_LOG_GET",
+    "QUESTION_LOG_PRUNE",
+    "QUESTION_LOG_RECORD",
+    "QUESTION_LOG_SELECT",
     "VERSIONS_NEWEST_FIRST",
     "Statement",
     "chunked",
@@ -54,6 +59,24 @@ QUERY_LOG_FREQUENT = (
 
 QUERY_LOG_PRUNE = "DELETE FROM query_log WHERE hour < ?"
 """Forget the hours before one (parameter: first hour kept)."""
+
+QUESTION_LOG_RECORD = (
+    "INSERT INTO question_log (at, tenant, caller, question, terms, context, outcome, level, "
+    "reason, nearest, knowledge_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+"""One served question (parameters: ``router.ops.questions.question_params``)."""
+
+_QUESTION_SCOPE = "at >= ? AND at < ? AND (? = '*' OR tenant = ?)"
+QUESTION_LOG_COUNT = f"SELECT COUNT(*) AS n FROM question_log WHERE {_QUESTION_SCOPE}"
+"""Questions in a period and scope (parameters: since, until, tenant or '*', the same again)."""
+QUESTION_LOG_SELECT = (
+    f"SELECT * FROM question_log WHERE {_QUESTION_SCOPE} AND id > ? ORDER BY id LIMIT ?"
+)
+"""One page of them in id order (parameters: since, until, scope, scope, after id, limit)."""
+QUESTION_LOG_GET = "SELECT * FROM question_log WHERE id = ? AND (? = '*' OR tenant = ?)"
+"""One question by id, within a scope (parameters: id, scope, scope)."""
+QUESTION_LOG_PRUNE = "DELETE FROM question_log WHERE at < ?"
+"""Forget the questions served before a moment (parameter: unix time)."""
 
 
 VERSIONS_NEWEST_FIRST = (

@@ -78,7 +78,10 @@ def test_rs256_accepts_a_token_signed_by_openssl() -> None:
     settings = JwtSettings(
         rsa_keys=parse_jwks(OPENSSL_JWKS), audience="knowledge-router", issuer="https://idp.example"
     )
-    assert verify_jwt(OPENSSL_TOKEN, settings, NOW)["tenant"] == ALFA
+    an_hour_before_it_expires = 4102444800 - 3600  # its exp: 2100-01-01
+    assert verify_jwt(OPENSSL_TOKEN, settings, an_hour_before_it_expires)["tenant"] == ALFA
+    with pytest.raises(AuthenticationError, match="too far ahead"):
+        verify_jwt(OPENSSL_TOKEN, settings, NOW)  # valid for 73 more years: never expires
 
 
 def test_rs256_refuses_a_changed_signature_or_payload() -> None:
@@ -132,6 +135,48 @@ def test_hs256_accepts_within_leeway_and_refuses_other_secrets_and_none() -> Non
     for junk in ("", "a.b", "a.b.c", "x" * 9000):
         with pytest.raises(AuthenticationError):
             verify_jwt(junk, settings, NOW)
+
+
+@pytest.mark.parametrize(
+    ("token_claims", "problem"),
+    [
+        (claims(exp=1e20), "too far ahead"),
+        (claims(exp=1e300), "too far ahead"),
+        (claims(exp=float("inf")), "too far ahead"),  # JSON Infinity
+        (claims(exp=float("nan")), "too far ahead"),  # JSON NaN
+        (claims(exp=10**400), "too far ahead"),
+        (claims(exp=NOW + 24 * 3600 + 31), "too far ahead"),
+        (claims(exp=-(10**400)), "expired"),
+        (claims(iat=NOW + 31), "iat in the future"),
+        (claims(iat=float("inf")), "iat is not a time"),
+        (claims(iat="yesterday"), "iat is not a time"),
+        (claims(nbf=float("nan")), "nbf is not a time"),
+        (claims(nbf=10**400), "nbf in the future"),
+    ],
+)
+def test_a_token_that_never_expires_or_is_issued_in_the_future_is_refused(
+    token_claims: dict[str, Any], problem: str
+) -> None:
+    settings = JwtSettings(hs256_secret=SECRET)
+    with pytest.raises(AuthenticationError, match=problem):
+        verify_jwt(hs256(token_claims), settings, NOW)
+
+
+def test_a_token_within_its_max_lifetime_and_leeway_is_accepted() -> None:
+    settings = JwtSettings(hs256_secret=SECRET)
+    day = 24 * 3600
+    for fine in (claims(exp=NOW + day + 29, iat=NOW + 29, nbf=NOW + 29), claims(iat=NOW - day)):
+        assert verify_jwt(hs256(fine), settings, NOW)["tenant"] == ALFA
+    longer = JwtSettings(hs256_secret=SECRET, max_lifetime_s=7 * day)
+    assert verify_jwt(hs256(claims(exp=NOW + 6 * day)), longer, NOW)["tenant"] == ALFA
+    config = auth_config_from(
+        {"KR_JWT_HS256_SECRET": "s" * 32, "KR_JWT_MAX_LIFETIME_S": "3600"}.get, True
+    )
+    assert config.jwt is not None and config.jwt.max_lifetime_s == 3600
+    for bad in ("0", "nan", "1e20", "soon"):
+        env = {"KR_JWT_HS256_SECRET": "s" * 32, "KR_JWT_MAX_LIFETIME_S": bad}
+        with pytest.raises(ConfigError, match=r"KR_JWT_MAX_LIFETIME_S|max lifetime"):
+            auth_config_from(env.get, True)
 
 
 def test_jwt_settings_validate_themselves() -> None:
@@ -350,3 +395,17 @@ def test_kr_serve_without_anonymous_access_takes_keys_from_kr_keys(
         "/v1/query", json={"query": "APR"}, headers={"Origin": "https://app.example"}
     )
     assert origin.headers["access-control-allow-origin"] == "https://app.example"
+
+
+@pytest.mark.parametrize("tenant", ["a b/../c", "Acme", f"{ALFA}\n", "acme.corp", "", "-x"])
+def test_a_tenant_id_outside_the_builds_grammar_names_no_partition(
+    service: KnowledgeService, keys: SqliteKeyStore, tenant: str
+) -> None:
+    """Keys and tokens take the build's tenant grammar (``router.knowledge.tenants``): a key
+    for ``a b/../c`` would name a partition no build can make, a token claiming ``Acme`` or
+    ``alfa\\n`` one that is not the tenant it looks like."""
+    with pytest.raises(ConfigError):
+        keys.create(tenant)
+    client = client_for(service, keys, jwt=JwtSettings(hs256_secret=SECRET))
+    refused = ask(client, hs256(claims(tenant=tenant)))
+    assert refused.status_code == 401 and "tenant" in refused.json()["error"]["message"]

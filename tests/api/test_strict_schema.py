@@ -114,3 +114,21 @@ def test_405_names_the_allowed_methods(
     reply = client.request(method, path)
     assert reply.status_code == 405 and reply.headers["allow"] == allowed
     assert reply.json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"query": "\xff\xfe"}',  # not UTF-8
+        b"[" * 2000 + b"]" * 2000,  # nested past the parser's depth
+        b'{"query": "APR", "top_k": ' + b"9" * 5000 + b"}",  # past the integer digit limit
+    ],
+    ids=["invalid-utf8", "deep-nesting", "huge-integer"],
+)
+def test_a_body_the_parser_refuses_is_a_documented_400(client: TestClient, body: bytes) -> None:
+    reply = client.post("/v1/query", content=body, headers={"content-type": "application/json"})
+    assert reply.status_code == 400
+    assert reply.json()["error"]["code"] == "http_error"
+    responses = client.get("/openapi.json").json()["paths"]["/v1/query"]["post"]["responses"]
+    schema = responses["400"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/ErrorResponse"}

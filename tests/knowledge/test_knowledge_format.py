@@ -100,13 +100,19 @@ def _rule(version: int, start: str, end: str | None) -> str:
     )
 
 
-def test_successive_versions_are_allowed_overlapping_ones_fail(tmp_path: Path) -> None:
+def test_successive_versions_are_allowed_an_overlapping_one_is_skipped(tmp_path: Path) -> None:
     write_doc(tmp_path, "v1.md", _rule(1, "2024-01-01", "2025-12-31"))
     write_doc(tmp_path, "v2.md", _rule(2, "2026-01-01", None))
     assert build_knowledge(tmp_path).package.manifest.counts["documents"] == 2
     write_doc(tmp_path, "v3.md", _rule(3, "2025-06-01", None))
+    result = build_knowledge(tmp_path)  # not strict: v3 is skipped, v1 and v2 are built
+    assert [doc.path for doc in result.corpus.documents] == ["v1.md", "v2.md"]
+    assert result.package.manifest.counts["documents"] == 2
+    [error] = result.corpus.errors
+    assert (error.path, error.line) == ("v3.md", 2)
+    assert "also defined in v1.md" in error.message and "v3.md is skipped" in error.message
     with pytest.raises(KnowledgeFormatError) as info:
-        build_knowledge(tmp_path)
+        build_knowledge(tmp_path, strict=True)
     assert "v1.md" in info.value.message and "v3.md" in info.value.message
 
 

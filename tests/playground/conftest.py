@@ -50,13 +50,19 @@ START_TIMEOUT_S = 60.0
 EXPECT_TIMEOUT_MS = 10_000
 
 
+ADMIN_TOKEN = "operator-" + "0123456789abcdef" * 2
+"""``kr serve``'s ``KR_ADMIN_TOKEN``: the credential of the golden-set report."""
+
+
 @dataclass(frozen=True)
 class Server:
-    """A running ``kr serve``: its base URL, a key per tenant, and the report it serves."""
+    """A running ``kr serve``: its base URL, a key per tenant, its admin token and the report
+    it serves."""
 
     url: str
     keys: dict[str, str]
     report: dict[str, Any]
+    admin: str = ADMIN_TOKEN
 
 
 def _free_port() -> int:
@@ -110,7 +116,8 @@ def eval_report() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory, built: BuildResult) -> Iterator[Server]:
     """``kr serve`` on a free loopback port over the sample knowledge (anonymous access on,
-    as by default), with a key for each tenant and the golden report at /eval/report.json."""
+    as by default), with a key for each tenant and the golden report at /eval/report.json
+    (behind ``KR_ADMIN_TOKEN``)."""
     folder = tmp_path_factory.mktemp("served")
     state = LocalState(folder / "state")
     files = built.package.files()
@@ -122,6 +129,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, built: BuildResult) -> Iter
     report_path.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KR_", "CLOUDFLARE_"))}
+    env["KR_ADMIN_TOKEN"] = ADMIN_TOKEN
     log = folder / "serve.log"
     command = [sys.executable, "-m", "kr.cli", "serve", "--state", str(state.root)]
     command += ["--port", str(port), "--eval-report", str(report_path)]

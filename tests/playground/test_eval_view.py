@@ -1,6 +1,7 @@
 """The golden-set view (/eval) in headless Chromium: the report's per-category bars, its failing
-queries as links that open the playground with their request and trace, and an honest message
-where the server has no report (the Worker)."""
+queries as links that open the playground with their request and trace, the admin token asked
+for (and no tenant's key accepted) before any figure shows, and an honest message where the
+server has no report (the Worker)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,38 @@ from tests.common import ALFA
 from tests.playground.conftest import Server
 
 
-def test_category_bars_show_the_reports_figures(server: Server, page: Page) -> None:
+def open_report(server: Server, page: Page) -> None:
+    """``/eval`` asks for the admin token; entered, the report shows."""
     page.goto(f"{server.url}/eval")
+    expect(page.locator("#admin")).to_be_visible()
+    page.fill("#admin-token", server.admin)
+    page.click("#admin-submit")
+    expect(page.locator("#categories-panel")).to_be_visible()
+
+
+def test_the_report_needs_the_admin_token_not_a_tenants_key(server: Server, page: Page) -> None:
+    page.goto(f"{server.url}/")
+    page.fill("#key", server.keys[ALFA])  # the playground's key stays the playground's
+    page.fill("#query", "APR")
+    page.click("#submit")
+    expect(page.locator("#status")).to_contain_text("Answered in")
+    page.goto(f"{server.url}/eval")
+    expect(page.locator("#error")).to_contain_text("401")
+    expect(page.locator("#error")).to_contain_text("admin token")
+    expect(page.locator("#categories-panel")).to_be_hidden()
+    page.fill("#admin-token", server.keys[ALFA])
+    page.click("#admin-submit")
+    expect(page.locator("#error")).to_contain_text("401")
+    expect(page.locator("#categories-panel")).to_be_hidden()
+    page.fill("#admin-token", server.admin)
+    page.click("#admin-submit")
+    expect(page.locator("#categories-panel")).to_be_visible()
+    page.reload()  # remembered for this tab
+    expect(page.locator("#categories-panel")).to_be_visible()
+
+
+def test_category_bars_show_the_reports_figures(server: Server, page: Page) -> None:
+    open_report(server, page)
     categories = server.report["per_category"]
     rows = page.locator("#categories li")
     expect(rows).to_have_count(len(categories))
@@ -38,7 +69,7 @@ def test_category_bars_show_the_reports_figures(server: Server, page: Page) -> N
 
 
 def test_a_failing_query_opens_in_the_playground_with_its_trace(server: Server, page: Page) -> None:
-    page.goto(f"{server.url}/eval")
+    open_report(server, page)
     failures = page.locator("#failures li")
     expect(failures).to_have_count(len(server.report["failures"]))
     plain = server.report["failures"][0]
@@ -59,7 +90,7 @@ def test_a_tenants_failing_query_opens_as_that_tenant(server: Server, page: Page
     page.fill("#key", server.keys[ALFA])
     page.click("#submit")
     expect(page.locator("#status")).to_contain_text("Answered in")
-    page.goto(f"{server.url}/eval")
+    open_report(server, page)
     link = page.locator(f'#failures li[data-id="{tenant_row["id"]}"] a')
     expect(link).to_have_attribute("href", f"/?q={quote_plus(tenant_row['query'])}&tenant={ALFA}")
     link.click()

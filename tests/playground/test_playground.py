@@ -278,3 +278,32 @@ def test_flags_deprecation_and_the_validity_date_are_shown(server: Server, page:
     ask(page, rule, date="2026-06-15")
     expect(page.locator("#visibility")).to_contain_text("valid on 2026-06-15")
     expect(page.locator("#results .result .ids").first).to_contain_text(" · v2 · ")
+
+
+def test_a_direct_answer_shows_its_sentence_and_the_structured_fact(
+    server: Server, page: Page
+) -> None:
+    """The reader sees the sentence that states the value (no key, no Markdown marks); the fact
+    (address = value) is shown apart, as the API's ``fact`` gives it."""
+    page.goto(f"{server.url}/")
+    with page.expect_response("**/v1/query") as answered:
+        ask(page, "Qual a validade padrão da APR?")
+    got = answered.value.json()
+    assert got["strategy_used"] == "direct_answer" and got["fact"]["key"] == "defaultValidityDays"
+    expect(page.locator("#answer")).to_have_text(got["answer"])
+    expect(page.locator("#answer")).not_to_contain_text("defaultValidityDays")
+    expect(page.locator("#fact")).to_contain_text(f"{got['fact']['address']} = 30")
+
+
+def test_inline_markdown_is_rendered_as_elements_never_as_html(page: Page, server: Server) -> None:
+    page.goto(f"{server.url}/")
+    rendered = page.evaluate(
+        """() => {
+            const node = document.createElement("p");
+            renderInline(node, "vale **30 dias** <img src=x onerror=alert(1)> e `code`");
+            return {html: node.innerHTML, strong: node.querySelector("strong").textContent,
+                    images: node.querySelectorAll("img").length};
+        }"""
+    )
+    assert rendered["strong"] == "30 dias" and rendered["images"] == 0
+    assert "&lt;img" in rendered["html"] and "<code>code</code>" in rendered["html"]

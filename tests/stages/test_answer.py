@@ -16,11 +16,12 @@ from router.stages.answer import (
     ABSTAIN_MESSAGE,
     CLARIFY_MESSAGE,
     Answer,
+    answer_sections,
     answering_document,
     choose_answer,
     extractive_answer,
     format_value,
-    pick_fact,
+    named_fact,
     specificity,
     supporting_sentence,
 )
@@ -30,6 +31,7 @@ from router.stages.fusion import fuse_candidates
 from router.stages.records import load_records
 from router.stages.texts import load_texts, quoted_sections
 from router.state import QueryState
+from router.support.plain_text import plain_sentence
 from router.sync import run_sync
 from tests.common import INJECTION_TEXT
 from tests.stages.state import keep, searched_state
@@ -44,14 +46,14 @@ def assessed(package: KnowledgePackage, query: str) -> QueryState:
 
 def answer(state: QueryState, candidates: Sequence[Fused]) -> Answer:
     """``choose_answer`` on ``candidates``, after the records and texts it reads were read and
-    kept (the records, pick_fact and texts stages, in the pipeline's order)."""
+    kept (the records, named fact and texts stages, in the pipeline's order)."""
     docs = {state.package.section_doc[c.section] for c in candidates}
     docs.update(hit.target.doc_index for hit in state.exact)
     records = run_sync(load_records(state, docs, [c.section for c in candidates]))
     assert records is not None  # the sample's records are readable
     keep(state, records)
-    fact = pick_fact(state, candidates)
-    sections = quoted_sections(state, candidates, candidates, fact)
+    fact = named_fact(state)
+    sections = quoted_sections(candidates, answer_sections(state, candidates, fact))
     state.texts = run_sync(load_texts(state, sections))
     context = context_for(state, list(candidates))
     return run_sync(choose_answer(state, candidates, fact, context, None))
@@ -93,7 +95,7 @@ def test_unreadable_records_decline_even_a_question_with_a_fact(
     state = assessed(package, "Qual a validade padrão da APR?")
     candidates = fuse_candidates(state)
     state.assessment = unreadable(state.verdict())
-    assert pick_fact(state, candidates) is None
+    assert named_fact(state) is None and answer_sections(state, candidates, None) == []
     declined = answer(state, candidates)
     assert declined.strategy == "safe_decline" and declined.citations == []
 
@@ -112,8 +114,11 @@ def test_a_value_question_is_answered_by_the_fact_of_the_top_document(
     top = doc_id(state, candidates[0].section)
     [citation] = direct.citations
     assert citation.doc_id == top == state.package.documents[direct.fact.doc_index].semantic_id
-    assert "30 dias" in citation.passage and citation.passage in direct.text
-    assert direct.text.startswith(f"{state.package.documents[direct.fact.doc_index].title} — ")
+    # the answer is the sentence that states the value, for a reader: no key, no Markdown
+    assert "30 dias" in citation.passage and direct.text == citation.passage
+    assert "defaultValidityDays" not in direct.text and "**" not in direct.text
+    assert direct.fact.section is not None
+    assert state.package.sections[direct.fact.section].section_id == citation.section_id
 
 
 def test_an_exact_fact_address_answers_whatever_the_question_asks(
@@ -168,10 +173,15 @@ def test_an_extractive_answer_quotes_and_cites_retrieved_sections(
     quoted = answer(state, candidates)
     assert quoted.strategy == "simple_rag" and quoted.fact is None and quoted.citations
     quotable = {state.package.sections[c.section].section_id: c.section for c in candidates[:2]}
+    top_doc = doc_id(state, candidates[0].section)
+    top_sections = state.package.doc_sections(state.package.section_doc[candidates[0].section])
+    sections = {state.package.sections[n].section_id: n for n in top_sections}
     for number, citation in enumerate(quoted.citations, start=1):
-        assert citation.section_id in quotable  # among the first ``answer_sections``
-        assert citation.passage in state.text(quotable[citation.section_id])
+        assert citation.doc_id == top_doc  # of the top document, any of its sections
+        plain_text = plain_sentence(" ".join(state.text(sections[citation.section_id]).split()))
+        assert citation.passage.split(". ")[0] in plain_text  # quoted, as plain text
         assert f"[{number}]" in quoted.text
+    assert any(c.section_id in quotable for c in quoted.citations)
     assert quoted.text.startswith("Segundo “Inventário de riscos do PGR”")
 
 
@@ -199,10 +209,11 @@ def test_an_action_request_is_answered_for_the_agent(package: KnowledgePackage) 
 
 @pytest.mark.parametrize(
     ("value", "said"),
-    [(True, "sim"), (False, "não"), (30.0, "30"), (2.5, "2.5"), ("NR-35", "NR-35")],
+    [(True, "sim"), (False, "não"), (30.0, "30"), (2.5, "2,5"), ("NR-35", "NR-35")],
 )
 def test_fact_values_are_said_as_a_person_reads_them(value: object, said: str) -> None:
-    assert format_value(value) == said  # type: ignore[arg-type]
+    assert format_value(value, ",") == said  # type: ignore[arg-type]
+    assert format_value(2.5) == "2.5"  # the decimal point unless told otherwise
 
 
 def test_the_supporting_sentence_is_never_an_injected_one() -> None:

@@ -90,7 +90,7 @@ def test_a_fact_answers_only_for_its_own_document(
     response = ask(package, query)
     assert response.results[0].doc_id == doc_id
     assert response.strategy_used == "direct_answer", response.answer
-    assert value in response.answer
+    assert value.casefold() in response.answer.casefold()
     assert [c.doc_id for c in response.citations] == [doc_id]
 
 
@@ -127,4 +127,4 @@ def test_low_confidence_never_answers_directly(package: KnowledgePackage) -> Non
 def test_an_exact_fact_id_answers_whatever_the_ranking(package: KnowledgePackage) -> None:
     response = ask(package, "hotWork.approver")
     assert response.strategy_used == "direct_answer"
-    assert "Supervisor de área" in response.answer
+    assert "supervisor de área" in response.answer.casefold()

@@ -3,19 +3,25 @@
 Why a command of its own, and not part of publish: old versions are rollback material
 (docs/adr/0008); when to let them go is the operator's call. Local state by default; with
 ``--env`` or ``--api-base``, the Cloudflare account (R2, D1, Vectorize) through the REST API.
-What is kept and why: :mod:`router.ops.gc`.
+What is kept and why: :mod:`router.ops.gc`. Locally it also deletes the logged queries and
+questions older than the log retention (``--log-retention-days``, else
+``$KR_LOG_RETENTION_DAYS``, else 30 days; :mod:`router.ops.retention`, as the Worker's
+scheduled handler does on D1).
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from kr.cloudflare import account_description, cloudflare_api, cloudflare_settings
-from kr.local import local_state
+from kr.local import local_log_policy, local_state
 from router.adapters.local.journal import JOURNAL_DIR, FileJournal
 from router.adapters.local.state import default_state_dir
 from router.ops.gc import GcPlan, collect, plan_gc
+from router.ops.questions import ALL_TENANTS
+from router.ops.retention import apply_retention
 
 __all__ = ["run"]
 
@@ -29,6 +35,20 @@ async def run(args: argparse.Namespace) -> int:
     if not args.dry_run:
         await collect(plan, state.blobs, state.relational)
         _print_done(plan, str(state.root))
+    days = getattr(args, "log_retention_days", None) or local_log_policy().retention_days
+    now = time.time()
+    if args.dry_run:
+        old = await state.question_log.count(0.0, now - days * 86400.0, ALL_TENANTS)
+        print(f"would delete {old:,} logged question(s) older than {days:g} days")
+    else:
+        report = await apply_retention(state.query_log, state.question_log, days, now=now)
+        if report.error:
+            print(f"log retention failed: {report.error}")
+            return 1
+        print(
+            f"deleted {report.questions_deleted:,} logged question(s) and "
+            f"{report.query_hours_deleted:,} query-log hour(s) older than {days:g} days"
+        )
     return 0
 
 

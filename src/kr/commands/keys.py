@@ -17,7 +17,8 @@ from pathlib import Path
 from kr.local import local_keys
 from router.adapters.wrangler_cli import render_statement
 from router.auth.api_keys import KEY_INSERT, ApiKey, check_tenant
-from router.errors import InvalidRequestError
+from router.errors import ConfigError, InvalidRequestError
+from router.knowledge.tenants import TENANT_ID_RULE, is_tenant_id
 
 __all__ = ["run"]
 
@@ -25,7 +26,7 @@ __all__ = ["run"]
 async def run(args: argparse.Namespace) -> int:
     keys = local_keys(args.state)
     if args.keys_command == "create":
-        plaintext, record = keys.create(check_tenant(args.tenant))
+        plaintext, record = keys.create(check_tenant(_tenant_id(args.tenant)))
         print(plaintext)
         print(
             f"key {record.key_id} for tenant {record.tenant} created; it is not shown again",
@@ -43,6 +44,14 @@ async def run(args: argparse.Namespace) -> int:
         state = f"revoked {key.revoked_at}" if key.revoked else "active"
         print(f"{key.key_id}\t{key.tenant}\t{key.created_at}\t{state}")
     return 0
+
+
+def _tenant_id(tenant: str) -> str:
+    """The tenant of a new key, if it is a tenant id (``router.knowledge.tenants``): the
+    grammar ``kr build`` checks ``tenant:`` against, so every key can reach its documents."""
+    if not is_tenant_id(tenant):
+        raise ConfigError(f"not a valid tenant id: {tenant!r} ({TENANT_ID_RULE})")
+    return tenant
 
 
 def _write_sql(path: Path, record: ApiKey) -> None:

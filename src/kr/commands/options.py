@@ -7,6 +7,7 @@ import argparse
 
 from kr.gate.compare import parse_tolerances
 from kr.gate.runs import GateSettings
+from kr.help_center import extra_sets_from_env
 from kr.rerankers import reranker_from_spec
 from router.ports import Reranker
 
@@ -14,12 +15,14 @@ __all__ = ["gate_settings", "reranker"]
 
 
 def gate_settings(args: argparse.Namespace) -> GateSettings:
-    """``--golden``, ``--extra``, ``--split``, ``--tolerance`` and ``--today`` (``kr build``,
-    ``kr publish``, ``kr gate``)."""
+    """``--golden``, ``--extra`` (then the folders of ``$KR_EXTRA_SETS`` not already named),
+    ``--split``, ``--tolerance`` and ``--today`` (``kr build``, ``kr publish``, ``kr gate``)."""
+    named = tuple(args.extra)
+    from_env = tuple(p for p in extra_sets_from_env() if p not in named)
     return GateSettings(
         tolerances=parse_tolerances(args.tolerance),
         golden=args.golden,
-        extra=tuple(args.extra),
+        extra=named + from_env,
         split=args.split,
         today=args.today,
     )

@@ -1,5 +1,8 @@
 """``kr serve``: the HTTP API over the local service (uvicorn, in this process), and the
-playground at ``/`` (``router.api.pages``) with the last golden-set report at ``/eval``."""
+playground at ``/`` (``router.api.pages``) with the last golden-set report at ``/eval`` (to the
+operator only: ``KR_ADMIN_TOKEN``, read with the other ``KR_*`` credentials) and the content
+gaps at ``/gaps``. Every served question is logged in the state (``$KR_LOG_STORE``,
+``$KR_LOG_RETENTION_DAYS``: docs/security.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     origins = ",".join(args.cors_origin) if args.cors_origin else os.environ.get("KR_CORS_ORIGINS")
     app = create_app(
-        local_service(args.state, reranker=reranker(args)),
+        local_service(args.state, reranker=reranker(args), record=True),
         cors=cors_policy_from(origins),
         auth=local_authenticator(args.state, allow_anonymous=False if args.no_anonymous else None),
         shares=local_shares(args.caller_ms_per_s),

@@ -202,6 +202,9 @@ def _worse(before: QueryOutcome, after: QueryOutcome) -> QueryChange | None:
     if before.intent_ok and after.intent_ok is False:
         reasons.append("intent now wrong")
         severity += SEVERITY_TOP3
+    if before.fact_ok and after.fact_ok is False:
+        reasons.append("answer no longer states the fact's value")
+        severity += SEVERITY_MAJOR
     if not reasons:
         return None
     return QueryChange(

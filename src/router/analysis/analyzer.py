@@ -7,9 +7,10 @@ Why it is built like this:
   then accent-folded; a query typed without accents (``permissao``) is mapped back to the stem of
   the accented word seen in the corpus through the *accent lexicon* shipped with the package;
 - Portuguese ``-ões``/``-ães`` plurals are brought to ``-ão`` first (Snowball leaves them apart).
-The stemmer is injected: PyStemmer (C, fast) at build time, snowballstemmer (pure Python) at query
-time, in the Worker and in CPython alike; the compiler checks that both give the same stem for
-every word of the vocabulary.
+The stemmer is PyStemmer (C) wherever it imports — the build, and CPython's queries — and
+snowballstemmer (pure Python) in the Worker (``stem_function``). Both are generated from the same
+Snowball sources and give the same stem for every word: the compiler checks it on every build's
+vocabulary, and tests/analysis/test_stemmers.py on the golden and BEIR vocabularies.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from router.checks import check_choice, check_count
 from router.errors import ConfigError
 
 __all__ = [
+    "ISOLATE_STEM_WORDS",
     "MAX_QUERY_WORD_CHARS",
     "Analyzer",
     "AnalyzerConfig",
     "BoundedTerms",
     "StemFunction",
     "snowball_stem_function",
+    "stem_function",
 ]
 
 StemFunction = Callable[[str], str]
@@ -145,6 +148,70 @@ def snowball_stem_function(language: str) -> StemFunction:
     return getattr(module, name)().stemWord  # type: ignore[no-any-return]
 
 
+ISOLATE_STEM_WORDS = 2048
+"""Words whose pure-Python stems an isolate remembers per language, for all its analyzers (a
+view's own cache maps a word to its term; this one outlives the view: a new tenant's, or the
+next version's after a publish). Cold Snowball stemming costs ~70 µs a word in CPython."""
+
+_isolate_stems: dict[str, StemFunction] = {}
+
+
+class _RememberedStems:
+    """A stem function that remembers up to ``entries`` words, forgetting all when full (a
+    query's words are unbounded, and may be an attacker's)."""
+
+    __slots__ = ("_entries", "_stem", "_stems")
+
+    def __init__(self, stem: StemFunction, entries: int) -> None:
+        self._stem, self._entries = stem, entries
+        self._stems: dict[str, str] = {}
+
+    def __call__(self, word: str) -> str:
+        stem = self._stems.get(word)
+        if stem is None:
+            stem = self._stem(word)
+            if len(self._stems) >= self._entries:
+                self._stems.clear()
+            self._stems[word] = stem
+        return stem
+
+
+def stem_function(language: str) -> StemFunction:
+    """The stemmer of ``language`` every analyzer gets unless given one: PyStemmer's (C, ~20×
+    faster) where it imports — CPython —, else snowballstemmer's (``snowball_stem_function``)
+    behind the isolate's cache (``ISOLATE_STEM_WORDS``). Pyodide never tries PyStemmer: the
+    Worker has no C extension."""
+    stemmer = _pystemmer()
+    if stemmer is None:
+        remembered = _isolate_stems.get(language)
+        if remembered is None:
+            remembered = _RememberedStems(snowball_stem_function(language), ISOLATE_STEM_WORDS)
+            _isolate_stems[language] = remembered
+        return remembered
+    try:
+        return stemmer.Stemmer(language).stemWord  # type: ignore[no-any-return]
+    except KeyError as exc:
+        raise ConfigError(f"no Snowball stemmer for language {language!r}") from exc
+
+
+_stemmer_module: types.ModuleType | None = None
+_stemmer_tried = False
+
+
+def _pystemmer() -> types.ModuleType | None:
+    """PyStemmer's module, imported at the first call (the core imports without it)."""
+    global _stemmer_module, _stemmer_tried
+    if not _stemmer_tried:
+        _stemmer_tried = True
+        if sys.platform != "emscripten":
+            try:
+                import Stemmer
+            except ImportError:
+                Stemmer = None  # type: ignore[assignment]
+            _stemmer_module = Stemmer
+    return _stemmer_module
+
+
 @dataclass
 class Analyzer:
     """Turns text into index terms; identical output at build and at query time."""
@@ -153,13 +220,14 @@ class Analyzer:
     stem: StemFunction | None = None
     accent_lexicon: Mapping[str, str] = field(default_factory=dict)
     stem_cache_entries: int = 0  # 0: unbounded (a build); a query analyzer bounds it
-    _stem_cache: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    # word as written → its term or None (``word_stem``): a word seen before costs one lookup
+    _stem_cache: dict[str, str | None] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.config.language not in STOPWORDS:
             raise ConfigError(f"unsupported analyzer language {self.config.language!r}")
         if self.stem is None:
-            self.stem = snowball_stem_function(self.config.language)
+            self.stem = stem_function(self.config.language)
         self._stopwords = frozenset(fold(w) for w in STOPWORDS[self.config.language])
         self._portuguese = self.config.language == "portuguese"
 
@@ -187,19 +255,13 @@ class Analyzer:
 
     def word_stem(self, word: str) -> str | None:
         """Stem of one plain word, or None when it is a stopword or too short."""
-        lowered = word.casefold()
-        folded = fold(lowered)
-        if folded in self._stopwords:
-            return None
-        if len(folded) < self.config.min_word_length and not folded.isdigit():
-            return None
-        cached = self._stem_cache.get(lowered)
-        if cached is not None:
-            return cached
-        stem = self._stem_uncached(lowered, folded)
-        if self.stem_cache_entries and len(self._stem_cache) >= self.stem_cache_entries:
-            self._stem_cache.clear()  # queries' words are unbounded (and may be an attack's)
-        self._stem_cache[lowered] = stem
+        cache = self._stem_cache
+        if word in cache:
+            return cache[word]
+        stem = self._word_stem(word)
+        if self.stem_cache_entries and len(cache) >= self.stem_cache_entries:
+            cache.clear()  # queries' words are unbounded (and may be an attack's)
+        cache[word] = stem
         return stem
 
     def surface_stem(self, lowered: str) -> str:
@@ -220,6 +282,15 @@ class Analyzer:
         return words
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _word_stem(self, word: str) -> str | None:
+        lowered = word.casefold()
+        folded = fold(lowered)
+        if folded in self._stopwords:
+            return None
+        if len(folded) < self.config.min_word_length and not folded.isdigit():
+            return None
+        return self._stem_uncached(lowered, folded)
 
     def _stem_uncached(self, lowered: str, folded: str) -> str:
         if not has_diacritics(lowered):

@@ -1,4 +1,5 @@
-"""The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /v1/metrics``, OpenAPI, CORS.
+"""The HTTP API: ``POST /v1/query``, ``GET /v1/health``, ``GET /v1/metrics``, ``GET /v1/gaps``,
+OpenAPI, CORS.
 
 Why one factory: ``kr serve`` (uvicorn) and the Worker (ASGI bridge) serve the same app around a
 :class:`KnowledgeService`; every error leaves as ``{"error": {"code", "message"}}``, and the
@@ -16,22 +17,32 @@ from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from router import __version__
 from router.api.cors import NO_CORS, CorsMiddleware, CorsPolicy, PolicySource
 from router.api.fair_share import CallerShares, RateLimitedError
+from router.api.gaps import add_gaps_route
 from router.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
 from router.api.pages import add_page_routes
-from router.auth import AuthConfig, AuthenticationError, Authenticator, Principal, tenant_for
+from router.auth import (
+    AuthConfig,
+    AuthenticationError,
+    Authenticator,
+    KeyStoreUnavailableError,
+    Principal,
+    tenant_for,
+)
 from router.contract import ErrorResponse, QueryRequest, QueryResponse
 from router.deferral import Defer
 from router.errors import RouterError
 from router.service import KnowledgeService
 
-__all__ = ["ERROR_RESPONSES", "create_app"]
+__all__ = ["ERROR_RESPONSES", "create_app", "openapi_document"]
 
 ServiceFactory = Callable[[Request], KnowledgeService]
 AuthFactory = Callable[[Request], Authenticator]
@@ -49,14 +60,35 @@ def _documented(text: str) -> dict[str, Any]:
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented(
+        "The body is not JSON the parser accepts (`http_error`: invalid UTF-8, nesting too "
+        "deep, an integer too long)"
+    ),
     401: _documented("No credential where one is needed, or a bad one"),
     403: _documented("The body names a tenant other than the credential's"),
+    405: _documented("A method the path does not serve (see Allow)"),
     413: _documented(f"The body is over {MAX_BODY_BYTES} bytes"),
     422: _documented("The body does not match the schema"),
     429: _documented("The caller used its share of serving time (see Retry-After)"),
-    503: _documented("No knowledge version can be served"),
+    503: _documented(
+        "No knowledge version can be served, or the key store cannot check the key (see "
+        "Retry-After)"
+    ),
 }
 """The error statuses of ``/v1/query`` as OpenAPI shows them (instead of ``{detail: [...]}``)."""
+
+
+def openapi_document(app: FastAPI, anonymous: bool) -> dict[str, Any]:
+    """The app's OpenAPI document as a caller of this server finds it: where anonymous access
+    is on, a credential is optional (``security`` also lists ``{}``), so a request without one
+    that is answered 200 is what the document says, not an ignored authentication."""
+    document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    if anonymous:
+        for operations in document.get("paths", {}).values():
+            for operation in operations.values():
+                if operation.get("security"):
+                    operation["security"] = [*operation["security"], {}]
+    return document
 
 
 async def _run(work: Awaitable[None]) -> None:
@@ -95,9 +127,12 @@ def create_app(
     (``cf-connecting-ip``), else the connection's peer.
     ``pages`` is the playground's folder (``router.api.pages.PLAYGROUND_DIR``) for a server that
     serves it (``kr serve``; the Worker's static assets serve it before the app), and
-    ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``.
+    ``eval_report`` the ``kr eval`` report it shows at ``/eval/report.json``, to the operator
+    only (the admin token, ``AuthConfig.admin_token``: it names every tenant's golden queries).
     """
-    app = FastAPI(title="Knowledge Router", version=__version__)
+    # /openapi.json and /docs are this app's own routes: the document depends on the caller's
+    # server's anonymous setting (a function of the request in the Worker)
+    app = FastAPI(title="Knowledge Router", version=__version__, openapi_url=None, redoc_url=None)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     app.add_middleware(CorsMiddleware, policy=cors)  # outermost: errors get CORS headers too
     anonymous = Authenticator(AuthConfig(allow_anonymous=True))
@@ -123,13 +158,32 @@ def create_app(
 
     _add_error_handlers(app)
     _add_routes(app, resolve, authenticator, defer, share_of, caller)
+    add_gaps_route(app, resolve, authenticator)
+    _add_openapi_routes(app, authenticator)
     if pages is not None:
 
-        async def authenticate(request: Request) -> object:
-            return await authenticator(request).authenticate(request.headers.get("authorization"))
+        async def admin_only(request: Request) -> None:
+            authenticator(request).require_admin(request.headers.get("authorization"))
 
-        add_page_routes(app, pages, eval_report, authenticate)
+        add_page_routes(app, pages, eval_report, admin_only)
     return app
+
+
+def _add_openapi_routes(app: FastAPI, authenticator: AuthFactory) -> None:
+    """``GET /openapi.json`` (:func:`openapi_document` for the server's anonymous setting, built
+    once per setting) and ``GET /docs`` (Swagger UI over it)."""
+    documents: dict[bool, dict[str, Any]] = {}
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi(request: Request) -> JSONResponse:
+        anonymous = authenticator(request).config.allow_anonymous
+        if anonymous not in documents:
+            documents[anonymous] = openapi_document(app, anonymous)
+        return JSONResponse(documents[anonymous])
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - Swagger UI")
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -146,7 +200,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def router_error(_: Request, exc: RouterError) -> JSONResponse:
         status = exc.http_status if exc.http_status >= 400 else 500
         headers = None
-        if isinstance(exc, RateLimitedError):
+        if isinstance(exc, RateLimitedError | KeyStoreUnavailableError):
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
         return _error(status, exc.code, exc.message, headers)
 
@@ -193,38 +247,40 @@ def _add_routes(
         service = resolve(request)
         later = defer or (lambda work: after_response.add_task(_run, work))
         shares = share_of(request)
+        who = caller(request, principal)  # logged as a hash only (reformulations, router.ops.gaps)
         if shares is None:
-            return await service.query(served, defer=later)
-        who = caller(request, principal)
+            return await service.query(served, defer=later, caller=who)
         await shares.admit(who)
         started = time.perf_counter()
         try:
-            return await service.query(served, defer=later)
+            return await service.query(served, defer=later, caller=who)
         finally:
             shares.settle(who, (time.perf_counter() - started) * 1000)
 
-    @app.get("/v1/health")
+    @app.get("/v1/health", responses={405: ERROR_RESPONSES[405], 503: ERROR_RESPONSES[503]})
     async def health(request: Request) -> JSONResponse:
         svc = resolve(request)
         try:
             package = await svc.package()
         except RouterError as exc:
             return _error(503, exc.code, exc.message)
+        state = svc.health()
         return JSONResponse(
             {
-                # degraded: serving the last good version while a newer one is refused
-                "status": "degraded" if svc.last_load_error else "ok",
+                # degraded: another version serves than KV names active (refused), or KV fails
+                "status": state["status"],
                 "knowledge_version": package.version,
+                "active_version": state["active_version"],
                 "documents": package.document_count,
                 "sections": package.section_count,
-                "last_load_error": svc.last_load_error,
+                "last_load_error": state["last_load_error"],
                 "embedding_model": package.embedding_model,
             }
         )
 
     @app.get(
         "/v1/metrics",
-        responses={401: ERROR_RESPONSES[401]},
+        responses={status: ERROR_RESPONSES[status] for status in (401, 405, 503)},
         dependencies=[Security(_bearer)],
     )
     async def metrics(request: Request) -> JSONResponse:

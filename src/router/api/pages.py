@@ -8,8 +8,9 @@ gives Cloudflare the headers :data:`PAGE_HEADERS` gives here.
 
 Why the report has its own route: it is a file ``kr eval`` rewrites (``reports/golden``), read on
 each request so a new run shows without a restart, and it names every tenant's golden queries and
-expected documents, so it is served under the rule of ``/v1/metrics`` (a credential where
-anonymous access is off) and never published as a public asset.
+expected (private) section ids, so it is the operator's alone: it needs the admin token
+(``KR_ADMIN_TOKEN``) whether anonymous access is on or off — no tenant's key opens it, and
+without an admin token it is off (403) — and it is never published as a public asset.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ PAGE_HEADERS: dict[str, str] = {
 }
 """Headers of every page file; ``playground/_headers`` says the same to Workers static assets."""
 
-_PAGES = {"index.html": "/", "eval.html": "/eval"}
+_PAGES = {"index.html": "/", "eval.html": "/eval", "gaps.html": "/gaps"}
 """HTML files and their paths, as Workers static assets name them (``/eval`` for ``eval.html``)."""
 
-Authenticate = Callable[[Request], Awaitable[object]]
+Authorize = Callable[[Request], Awaitable[None]]
+"""Raises (401/403) unless the request may read the report: the admin token."""
 
 
 @dataclass(frozen=True)
@@ -78,16 +80,16 @@ def page_files(folder: Path = PLAYGROUND_DIR) -> list[PageFile]:
 
 
 def add_page_routes(
-    app: FastAPI, folder: Path, eval_report: Path | None, authenticate: Authenticate
+    app: FastAPI, folder: Path, eval_report: Path | None, authorize: Authorize
 ) -> None:
     """``GET`` routes for the folder's files (outside the OpenAPI document: they are not API)
-    and, when ``eval_report`` is given, ``GET /eval/report.json``."""
+    and, when ``eval_report`` is given, ``GET /eval/report.json`` behind ``authorize``."""
     for page in page_files(folder):
         app.add_api_route(page.path, _serve(page), methods=["GET"], include_in_schema=False)
     if eval_report is not None:
         app.add_api_route(
             EVAL_REPORT_PATH,
-            _report(eval_report, authenticate),
+            _report(eval_report, authorize),
             methods=["GET"],
             include_in_schema=False,
         )
@@ -101,9 +103,9 @@ def _serve(page: PageFile) -> Callable[[], Awaitable[Response]]:
     return serve
 
 
-def _report(path: Path, authenticate: Authenticate) -> Callable[[Request], Awaitable[Response]]:
+def _report(path: Path, authorize: Authorize) -> Callable[[Request], Awaitable[Response]]:
     async def report(request: Request) -> Response:
-        await authenticate(request)
+        await authorize(request)
         try:
             content = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

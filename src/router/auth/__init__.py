@@ -10,13 +10,16 @@ from router.auth.api_keys import ApiKey, KeyStore, hash_key, key_id_of, new_key
 from router.auth.authenticator import Authenticator, Principal, tenant_for
 from router.auth.config import AuthConfig, auth_config_from, parse_switch
 from router.auth.errors import (
+    AdminRequiredError,
     AuthenticationError,
     CredentialsRequiredError,
+    KeyStoreUnavailableError,
     TenantMismatchError,
 )
 from router.auth.jwt import JwtSettings, RsaPublicKey, parse_jwks, verify_jwt
 
 __all__ = [
+    "AdminRequiredError",
     "ApiKey",
     "AuthConfig",
     "AuthenticationError",
@@ -24,6 +27,7 @@ __all__ = [
     "CredentialsRequiredError",
     "JwtSettings",
     "KeyStore",
+    "KeyStoreUnavailableError",
     "Principal",
     "RsaPublicKey",
     "TenantMismatchError",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from router.errors import ConfigError
+from router.knowledge.tenants import TENANT_ID_RULE, is_tenant_id
 
 __all__ = [
     "KEY_FIND",
@@ -24,7 +25,6 @@ __all__ = [
     "KEY_LIST",
     "KEY_PREFIX",
     "KEY_REVOKE",
-    "TENANT_PATTERN",
     "ApiKey",
     "KeyStore",
     "check_tenant",
@@ -37,7 +37,6 @@ __all__ = [
 KEY_PREFIX = "kr_"
 ID_HEX_CHARS = 12  # 48 bits: unique enough to find a row, useless without the secret
 SECRET_BYTES = 32  # 256 random bits
-TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#/:-]{0,199}$")
 _KEY_PATTERN = re.compile(r"^kr_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$")  # ID_HEX_CHARS, SECRET_BYTES
 
 KEY_INSERT = "INSERT INTO api_keys (key_id, tenant, key_hash, created_at) VALUES (?, ?, ?, ?)"
@@ -70,9 +69,10 @@ class KeyStore(Protocol):
 
 
 def check_tenant(tenant: str) -> str:
-    """The tenant, if it is a valid tenant id (the request's ``tenant`` pattern)."""
-    if not TENANT_PATTERN.match(tenant):
-        raise ConfigError(f"not a valid tenant id: {tenant!r}")
+    """The tenant, if it is a tenant id (``router.knowledge.tenants``: the grammar the build
+    checks, so a key can name every partition a build can make, and no other)."""
+    if not is_tenant_id(tenant):
+        raise ConfigError(f"not a valid tenant id: {tenant!r} ({TENANT_ID_RULE})")
     return tenant
 
 

@@ -14,13 +14,15 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from router.auth.errors import AuthenticationError
 from router.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_MAX_LIFETIME_S",
     "MAX_TOKEN_CHARS",
     "JwtSettings",
     "RsaPublicKey",
@@ -31,6 +33,11 @@ __all__ = [
 
 MAX_TOKEN_CHARS = 8192
 MIN_RSA_BITS = 2048
+DEFAULT_MAX_LIFETIME_S = 24 * 3600.0
+"""The furthest ``exp`` accepted, from now: a day, as identity providers issue access tokens
+(Auth0's default; Google's, Entra's and Cognito's are an hour). A token whose ``exp`` lies
+further out (``1e20``, ``1e300``, ``Infinity``) would in effect never expire, so it is refused."""
+MAX_LIFETIME_S = 366 * 24 * 3600.0
 _SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
 
 
@@ -51,8 +58,10 @@ class RsaPublicKey:
 
 @dataclass(frozen=True)
 class JwtSettings:
-    """What a token must satisfy. ``exp`` is always required: a token that never expires
-    cannot be taken back. ``aud`` and ``iss`` are checked when configured."""
+    """What a token must satisfy. ``exp`` is always required, finite and at most
+    ``max_lifetime_s`` ahead (a token that never expires cannot be taken back); ``iat`` and
+    ``nbf``, when present, must be finite and not in the future beyond ``leeway_s``. ``aud``
+    and ``iss`` are checked when configured."""
 
     hs256_secret: bytes | None = None
     rsa_keys: tuple[RsaPublicKey, ...] = field(default_factory=tuple)
@@ -60,6 +69,7 @@ class JwtSettings:
     audience: str | None = None
     issuer: str | None = None
     leeway_s: float = 30.0
+    max_lifetime_s: float = DEFAULT_MAX_LIFETIME_S
 
     def __post_init__(self) -> None:
         if self.hs256_secret is None and not self.rsa_keys:
@@ -70,6 +80,8 @@ class JwtSettings:
             raise ConfigError("the JWT tenant claim must be named")
         if not 0 <= self.leeway_s <= 300:
             raise ConfigError("JWT leeway must be within 0..300 s")
+        if not 60 <= self.max_lifetime_s <= MAX_LIFETIME_S:
+            raise ConfigError(f"JWT max lifetime must be within 60..{MAX_LIFETIME_S:.0f} s")
 
 
 def parse_jwks(text: str) -> tuple[RsaPublicKey, ...]:
@@ -136,13 +148,20 @@ def _signature_ok(header: dict[str, Any], signed: bytes, sig: bytes, s: JwtSetti
 
 def _check_claims(claims: dict[str, Any], s: JwtSettings, now: float) -> None:
     exp = claims.get("exp")
-    if not isinstance(exp, int | float) or isinstance(exp, bool):
+    if not _is_number(exp):
         raise AuthenticationError("token has no exp")
-    if now > exp + s.leeway_s:
+    if not _is_finite(exp) or exp > now + s.max_lifetime_s + s.leeway_s:
+        raise AuthenticationError("token exp is too far ahead (it would never expire)")
+    if now - s.leeway_s > exp:  # (not exp + leeway: a 400-digit exp is no float)
         raise AuthenticationError("token expired")
-    nbf = claims.get("nbf")
-    if nbf is not None and (not _is_number(nbf) or now + s.leeway_s < nbf):
-        raise AuthenticationError("token not yet valid")
+    for name in ("nbf", "iat"):
+        value = claims.get(name)
+        if value is None:
+            continue
+        if not _is_number(value) or not _is_finite(value):
+            raise AuthenticationError(f"token {name} is not a time")
+        if value > now + s.leeway_s:
+            raise AuthenticationError(f"token not yet valid ({name} in the future)")
     if s.issuer is not None and claims.get("iss") != s.issuer:
         raise AuthenticationError("token issuer is not accepted")
     if s.audience is not None:
@@ -152,8 +171,13 @@ def _check_claims(claims: dict[str, Any], s: JwtSettings, now: float) -> None:
             raise AuthenticationError("token audience is not accepted")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_finite(value: int | float) -> bool:
+    """Not ``Infinity`` or ``NaN`` (which JSON parsing accepts); any int is finite."""
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def _b64(part: str) -> bytes:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.compile.corpus import BuildPhases, KnowledgeCorpus, ParsedDocuments, load_knowledge
+from router.compile.corpus import (
+    BuildPhases,
+    KnowledgeCorpus,
+    ParsedDocuments,
+    build_failure,
+    load_knowledge,
+)
 from router.compile.doc2query import Doc2Query
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
-from router.errors import KnowledgeFormatError
 
 __all__ = ["BuildPhases", "BuildResult", "build_knowledge", "write_package"]
 
@@ -29,19 +34,16 @@ def build_knowledge(
     doc2query: Doc2Query | None = None,
     reuse: ParsedDocuments | None = None,
 ) -> BuildResult:
-    """Parse and compile a knowledge folder. Cross-file errors always fail; file errors fail
-    only with ``strict`` (otherwise the file is skipped and reported). With an ``encoder`` the
+    """Parse and compile a knowledge folder. Errors fail the build only with ``strict`` (all of
+    them listed); otherwise each file in error is skipped and reported. With an ``encoder`` the
     package carries section vectors (cached by text, see compile/vector_cache.py). ``phases``
     hears of the progress (a million sections take minutes). With ``doc2query`` an LLM writes
     questions for every section first (compile/doc2query.py), indexed and embedded with it; a
     generator error fails the build rather than leave some sections without. ``reuse`` holds
     the documents of earlier builds (a file whose bytes did not change is not parsed again)."""
     corpus = load_knowledge(root, strict=strict, phases=phases, reuse=reuse)
-    fatal = [d for d in corpus.errors if strict or d.cross_file]
-    if fatal:
-        first = fatal[0]
-        summary = "; ".join(str(d) for d in fatal[:20])
-        raise KnowledgeFormatError(first.path, first.line, f"{len(fatal)} error(s): {summary}")
+    if corpus.errors and (strict or not corpus.documents):  # nothing left: say why
+        raise build_failure(corpus.errors)
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}
     if doc2query is not None:
         source["generated_questions"] = doc2query.write(corpus.documents)

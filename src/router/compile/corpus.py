@@ -16,6 +16,7 @@ import yaml
 
 from router.analysis.text import normalize_text
 from router.errors import KnowledgeFormatError
+from router.knowledge.front_matter import MAX_SYNONYM_NODES, load_bounded
 from router.knowledge.model import Document
 from router.knowledge.parser import parse_document
 from router.safety.fields import flag_document
@@ -25,6 +26,7 @@ __all__ = [
     "Diagnostic",
     "KnowledgeCorpus",
     "ParsedDocuments",
+    "build_failure",
     "knowledge_file_stats",
     "knowledge_files",
     "load_knowledge",
@@ -55,7 +57,6 @@ class Diagnostic:
     path: str
     line: int
     message: str
-    cross_file: bool = False  # a conflict between files: fails the build even when not strict
 
     def __str__(self) -> str:
         return f"{self.level}: {self.path}:{self.line}: {self.message}"
@@ -73,6 +74,15 @@ class KnowledgeCorpus:
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.level == "error"]
+
+
+def build_failure(errors: list[Diagnostic]) -> KnowledgeFormatError:
+    """The error a build fails with on ``errors`` (any, with ``--strict``; or those that left
+    nothing to build): all of them, one per line, ``file:line: message`` each — an author
+    fixes a folder from one run, not one file a run."""
+    first = errors[0]
+    listing = "\n".join(f"  {error.path}:{error.line}: {error.message}" for error in errors)
+    return KnowledgeFormatError(first.path, first.line, f"{len(errors)} error(s):\n{listing}")
 
 
 def knowledge_files(root: str | Path) -> list[str]:
@@ -113,7 +123,8 @@ def load_knowledge(
     ``reuse``, a file parsed before with the same bytes is taken from it.
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
-    build on any error. Cross-file conflicts (same id, overlapping windows) are always errors.
+    build on any error (``build_failure``). So is a file that conflicts with an earlier one (the
+    same id with an overlapping validity window, another file's section id).
     A field that reads like prompt injection is a warning (``router.safety.fields``): the file is
     built, its text kept as flagged data, as an unknown wikilink is.
     """
@@ -163,7 +174,8 @@ def _load_synonyms(base: Path, corpus: KnowledgeCorpus) -> list[list[str]]:
     if not path.is_file():
         return []
     try:
-        data = yaml.safe_load(normalize_text(path.read_text(encoding="utf-8"))) or []
+        text = normalize_text(path.read_text(encoding="utf-8"))
+        data = load_bounded(text, max_nodes=MAX_SYNONYM_NODES) or []  # no alias bomb here either
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -181,42 +193,47 @@ def _load_synonyms(base: Path, corpus: KnowledgeCorpus) -> list[list[str]]:
 
 
 def _check_duplicate_ids(corpus: KnowledgeCorpus) -> None:
-    """Same id + same tenant is allowed only for successive, non-overlapping versions."""
-    by_key: dict[tuple[str, str], list[Document]] = {}
+    """Same id + same tenant is allowed only for successive versions, whose validity windows do
+    not overlap; and an explicit section id belongs to one document. A file that breaks either
+    rule is skipped — the later one in path order, so the same folder always builds the same
+    package — with an error naming both files (``--strict`` fails on it, as on any error)."""
+    versions: dict[tuple[str, str], list[Document]] = {}
+    owners: dict[str, Document] = {}
+    kept: list[Document] = []
     for doc in corpus.documents:
-        by_key.setdefault((doc.semantic_id.casefold(), doc.tenant), []).append(doc)
-    for docs in by_key.values():
-        for i, first in enumerate(docs):
-            for second in docs[i + 1 :]:
-                if _windows_overlap(first, second):
-                    corpus.diagnostics.append(
-                        Diagnostic(
-                            "error",
-                            second.path,
-                            1,
-                            f"semanticId {second.semantic_id!r} is also defined in {first.path} "
-                            "for the same tenant with an overlapping validity window",
-                            cross_file=True,
-                        )
-                    )
-    owner: dict[str, Document] = {}
-    for doc in corpus.documents:
+        conflict = _conflict(doc, versions, owners)
+        if conflict is not None:
+            line, message = conflict
+            corpus.diagnostics.append(
+                Diagnostic("error", doc.path, line, f"{message}; {doc.path} is skipped")
+            )
+            continue
+        kept.append(doc)
+        versions.setdefault((doc.semantic_id.casefold(), doc.tenant), []).append(doc)
         for section in doc.sections:
-            if not section.explicit_id:
-                continue
-            key = section.section_id.casefold()
-            other = owner.get(key)
-            if other is not None and other.semantic_id != doc.semantic_id:
-                corpus.diagnostics.append(
-                    Diagnostic(
-                        "error",
-                        doc.path,
-                        section.line,
-                        f"section id {section.section_id!r} is also used in {other.path}",
-                        cross_file=True,
-                    )
-                )
-            owner.setdefault(key, doc)
+            if section.explicit_id:
+                owners.setdefault(section.section_id.casefold(), doc)
+    corpus.documents = kept
+
+
+def _conflict(
+    doc: Document, versions: dict[tuple[str, str], list[Document]], owners: dict[str, Document]
+) -> tuple[int, str] | None:
+    """``(line, message)`` when ``doc`` clashes with a document already kept, else None."""
+    for other in versions.get((doc.semantic_id.casefold(), doc.tenant), []):
+        if _windows_overlap(other, doc):
+            return doc.field_lines.get("semanticId", 1), (
+                f"semanticId {doc.semantic_id!r} is also defined in {other.path} for the same "
+                "tenant with an overlapping validity window (versions of one id need validFrom/"
+                "validUntil windows that do not overlap)"
+            )
+    for section in doc.sections:
+        if not section.explicit_id:
+            continue
+        owner = owners.get(section.section_id.casefold())
+        if owner is not None and owner.semantic_id.casefold() != doc.semantic_id.casefold():
+            return section.line, f"section id {section.section_id!r} is also used in {owner.path}"
+    return None
 
 
 def _windows_overlap(first: Document, second: Document) -> bool:

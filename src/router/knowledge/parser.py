@@ -6,7 +6,10 @@ problem names the file and the line where it is.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
+import math
 import re
 from typing import Any
 
@@ -14,6 +17,7 @@ import yaml
 
 from router.analysis.text import normalize_text, slugify
 from router.errors import KnowledgeFormatError
+from router.knowledge.front_matter import MAX_FRONT_MATTER_CHARS, InvalidTimestamp, load_bounded
 from router.knowledge.model import (
     ALL_TENANTS,
     DOCUMENT_STATUSES,
@@ -25,18 +29,28 @@ from router.knowledge.model import (
     Section,
     strip_wikilinks,
 )
+from router.knowledge.tenants import TENANT_ID_RULE, is_tenant_id
 
 __all__ = ["SEMANTIC_ID", "WIKILINK", "parse_document", "strip_wikilinks"]
 
-# libyaml's safe loader when PyYAML was built with it (8× faster on front matter: 22 % of a
-# 100k-section build), else the pure-Python one; both build the same plain objects. Errors are
-# reported by the pure-Python loader (its line numbers point at the problem).
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Size limits per field (docs/knowledge-format.md, "Limits"). A file past one is a format error
+# at the field's line: skipped and reported, or refused with ``--strict``. The front matter as a
+# whole is bounded by ``router.knowledge.front_matter`` (characters, values, nesting, no aliases).
+MAX_ID_CHARS = 200  # semanticId, and a section's {#id}
+MAX_TITLE_CHARS = 300
+MAX_DESCRIPTION_CHARS = 4_000
+MAX_LIST_ITEMS = 100  # keywords, aliases, questions: items of each
+MAX_ITEM_CHARS = 300  # one keyword, alias or question
+MAX_SHORT_CHARS = 200  # version, application, module, entity, page, tab
+MAX_FACTS = 200
+MAX_FACT_CHARS = 2_000  # one fact's value, as text
+MAX_METADATA_CHARS = 16_384  # every other key together, as JSON (kept in the document's record)
 
 SEMANTIC_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z][A-Za-z0-9_-]*)*$")
 _HEADING = re.compile(r"^(#{1,4})[ \t]+(.+?)[ \t]*$")
 _HEADING_ID = re.compile(r"[ \t]*\{#([^}\s]+)\}$")
 _FENCE = re.compile(r"^(```|~~~)")
+_TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:")
 _SCOPE_KEYS = ("application", "module", "entity", "page", "tab")
 _KNOWN_KEYS = frozenset(
     {
@@ -88,25 +102,32 @@ def _front_matter(path: str, lines: list[str]) -> tuple[dict[str, Any], int]:
     else:
         raise KnowledgeFormatError(path, 1, "front matter is not closed by a '---' line")
     text = "\n".join(lines[1:index])
+    if len(text) > MAX_FRONT_MATTER_CHARS:
+        message = f"front matter is longer than {MAX_FRONT_MATTER_CHARS} characters"
+        raise KnowledgeFormatError(path, 2, message)
     try:
-        meta = yaml.load(text, Loader=YAML_LOADER) or {}
-    except yaml.YAMLError:
-        meta = _front_matter_error(path, text)
+        meta = load_bounded(text) or {}
+    except yaml.YAMLError as exc:
+        # the reporting loader's error: its mark is the problem's own line
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark is not None else 2
+        problem = getattr(exc, "problem", None) or str(exc)
+        key = _top_key_above(text.split("\n"), line - 2)
+        where = f" in {key!r}" if key else ""
+        message = f"invalid YAML front matter{where}: {problem}"
+        raise KnowledgeFormatError(path, line, message) from exc
     if not isinstance(meta, dict):
         raise KnowledgeFormatError(path, 2, "front matter must be a mapping of keys to values")
     return meta, index + 1
 
 
-def _front_matter_error(path: str, text: str) -> Any:
-    """Re-read broken front matter with the pure-Python loader, whose error names the line
-    where the problem is (libyaml's points at the end of the stream), and raise it."""
-    try:
-        return yaml.load(text, Loader=yaml.SafeLoader) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = (mark.line + 2) if mark is not None else 2
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise KnowledgeFormatError(path, line, f"invalid YAML front matter: {problem}") from exc
+def _top_key_above(lines: list[str], index: int) -> str | None:
+    """The top-level key written at or above front-matter line ``index`` (0-based)."""
+    for text in reversed(lines[: index + 1]):
+        match = _TOP_KEY.match(text)
+        if match is not None:
+            return match.group(1)
+    return None
 
 
 def _key_line(lines: list[str], key: str) -> int:
@@ -124,50 +145,112 @@ def _document_from_meta(path: str, meta: dict[str, Any], lines: list[str]) -> Do
     def fail(key: str, message: str) -> KnowledgeFormatError:
         return KnowledgeFormatError(path, _key_line(lines, key), message)
 
-    semantic_id = meta.get("semanticId")
-    if not isinstance(semantic_id, str) or not semantic_id.strip():
-        raise fail("semanticId", "missing required key 'semanticId'")
-    semantic_id = semantic_id.strip()
-    if not SEMANTIC_ID.match(semantic_id):
-        raise fail("semanticId", f"malformed semanticId {semantic_id!r}")
-    title = meta.get("title")
-    if not isinstance(title, str) or not title.strip():
-        raise fail("title", "missing required key 'title'")
-    trust = str(meta.get("trust", "official")).strip()
+    semantic_id = _required(meta, "semanticId", fail)
+    if not SEMANTIC_ID.match(semantic_id) or len(semantic_id) > MAX_ID_CHARS:
+        raise fail("semanticId", f"malformed semanticId {semantic_id[:MAX_ID_CHARS]!r}")
+    title = _bounded(_required(meta, "title", fail), "title", MAX_TITLE_CHARS, fail)
+    trust = _text(meta.get("trust", "official"))
     if trust not in TRUST_LEVELS:
         raise fail("trust", f"unknown trust {trust!r} (expected one of {', '.join(TRUST_LEVELS)})")
-    status = str(meta.get("status", "active")).strip()
+    status = _text(meta.get("status", "active"))
     if status not in DOCUMENT_STATUSES:
         raise fail("status", f"unknown status {status!r}")
     doc = Document(
         semantic_id=semantic_id,
-        title=title.strip(),
+        title=title,
         path=path,
-        description=_text(meta.get("description")),
-        keywords=_string_list(meta.get("keywords"), fail("keywords", "keywords must be a list")),
-        aliases=_string_list(meta.get("aliases"), fail("aliases", "aliases must be a list")),
+        description=_bounded(
+            _text(meta.get("description")), "description", MAX_DESCRIPTION_CHARS, fail
+        ),
+        keywords=_string_list(meta, "keywords", fail),
+        aliases=_string_list(meta, "aliases", fail),
         questions=_questions(meta.get("questions"), path, lines),
-        tenant=_text(meta.get("tenant")) or ALL_TENANTS,
+        tenant=_tenant(meta.get("tenant"), fail),
         trust=trust,
         status=status,
-        version=_text(meta.get("version")),
-        created_at=_date(meta.get("createdAt"), fail("createdAt", "createdAt is not a date")),
-        updated_at=_date(meta.get("updatedAt"), fail("updatedAt", "updatedAt is not a date")),
-        valid_from=_date(meta.get("validFrom"), fail("validFrom", "validFrom is not a date")),
-        valid_until=_date(meta.get("validUntil"), fail("validUntil", "validUntil is not a date")),
-        scope={k: _text(meta[k]) for k in _SCOPE_KEYS if meta.get(k) not in (None, "")},
-        facts=_facts(meta.get("facts"), fail),
-        metadata={k: _jsonable(v) for k, v in meta.items() if k not in _KNOWN_KEYS},
+        version=_bounded(_text(meta.get("version")), "version", MAX_SHORT_CHARS, fail),
+        created_at=_date(meta, "createdAt", fail),
+        updated_at=_date(meta, "updatedAt", fail),
+        valid_from=_date(meta, "validFrom", fail),
+        valid_until=_date(meta, "validUntil", fail),
+        scope={
+            k: _bounded(_text(meta[k]), k, MAX_SHORT_CHARS, fail)
+            for k in _SCOPE_KEYS
+            if meta.get(k) not in (None, "")
+        },
+        facts=_facts(meta.get("facts"), path, lines),
+        metadata=_metadata(meta, fail),
     )
     if doc.valid_from and doc.valid_until and doc.valid_from > doc.valid_until:
         raise fail("validUntil", "validUntil is before validFrom")
     return doc
 
 
+def _required(meta: dict[str, Any], key: str, fail: Any) -> str:
+    """A required text key, stripped; a date or a number is not text (``title: 2024``)."""
+    value = meta.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise fail(key, f"missing required key {key!r}")
+    if not isinstance(value, str):
+        raise fail(key, f"{key} must be text, not {_kind(value)} (quote it)")
+    return value.strip()
+
+
+def _bounded(text: str, key: str, limit: int, fail: Any) -> str:
+    if len(text) > limit:
+        raise fail(key, f"{key} is longer than {limit} characters ({len(text)})")
+    return text
+
+
+def _tenant(value: Any, fail: Any) -> str:
+    """``tenant:``: ``"*"`` (every tenant, the default) or one tenant id
+    (``router.knowledge.tenants``), the id a credential names: any other text would make a
+    partition no credential can reach."""
+    if value is None or value == "" or value == ALL_TENANTS:
+        return ALL_TENANTS
+    if not isinstance(value, str):
+        raise fail("tenant", f"tenant must be text, not {_kind(value)} (quote it)")
+    tenant = value.strip()
+    if tenant == ALL_TENANTS:
+        return ALL_TENANTS
+    if not is_tenant_id(tenant):
+        raise fail("tenant", f"invalid tenant {tenant[:80]!r}: {TENANT_ID_RULE}, or '*'")
+    return tenant
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dt.date):
+        return "a date"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _metadata(meta: dict[str, Any], fail: Any) -> dict[str, Any]:
+    """The keys the format does not know, kept (JSON-safe) in the document's record."""
+    metadata = {str(k): _jsonable(v) for k, v in meta.items() if k not in _KNOWN_KEYS}
+    if metadata:
+        size = len(json.dumps(metadata, ensure_ascii=False, default=str))
+        if size > MAX_METADATA_CHARS:
+            key = next(iter(metadata))
+            message = (
+                f"the keys the format does not know ({', '.join(list(metadata)[:5])}) take "
+                f"{size} characters as JSON, more than {MAX_METADATA_CHARS}"
+            )
+            raise fail(key, message)
+    return metadata
+
+
 def _field_lines(doc: Document, lines: list[str]) -> dict[str, int]:
     """Where each front-matter field that reaches a response is written (``fact:<name>`` for a
     fact), so a warning about it names the line."""
-    keys = ["title", "description", "keywords", "aliases", "version"]
+    keys = ["semanticId", "title", "description", "keywords", "aliases", "version"]
     found = {key: _key_line(lines, key) for key in keys}
     for number, line in enumerate(_item_lines(lines, "questions", doc.questions), start=1):
         found[f"questions:{number}"] = line
@@ -185,14 +268,23 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
-def _string_list(value: Any, error: KnowledgeFormatError) -> list[str]:
+def _string_list(meta: dict[str, Any], key: str, fail: Any) -> list[str]:
+    """``keywords:``/``aliases:``: a list of scalars, or one comma-separated string."""
+    value = meta.get(key)
     if value is None:
         return []
     if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if not isinstance(value, list) or any(isinstance(v, dict | list) for v in value):
-        raise error
-    return [_text(v) for v in value if _text(v)]
+        items = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, list) and not any(isinstance(v, dict | list) for v in value):
+        items = [_text(v) for v in value if _text(v)]
+    else:
+        raise fail(key, f"{key} must be a list")
+    if len(items) > MAX_LIST_ITEMS:
+        raise fail(key, f"{key} has more than {MAX_LIST_ITEMS} items ({len(items)})")
+    longest = max(items, key=len, default="")
+    if len(longest) > MAX_ITEM_CHARS:
+        raise fail(key, f"an item of {key} is longer than {MAX_ITEM_CHARS} characters")
+    return items
 
 
 def _questions(value: Any, path: str, lines: list[str]) -> list[str]:
@@ -206,11 +298,16 @@ def _questions(value: Any, path: str, lines: list[str]) -> list[str]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list):
         raise KnowledgeFormatError(path, _key_line(lines, "questions"), _QUESTIONS_FORM)
+    if len(items) > MAX_LIST_ITEMS:
+        message = f"questions has more than {MAX_LIST_ITEMS} items ({len(items)})"
+        raise KnowledgeFormatError(path, _key_line(lines, "questions"), message)
     questions = []
     for number, item in enumerate(items, start=1):
-        if not isinstance(item, str):
+        if not isinstance(item, str) or len(item) > MAX_ITEM_CHARS:
             line = _nth_item_line(lines, "questions", number)
             what = _YAML_KINDS.get(type(item), "not a string")
+            if isinstance(item, str):
+                what = f"longer than {MAX_ITEM_CHARS} characters"
             raise KnowledgeFormatError(path, line, f"{_QUESTIONS_FORM}; item {number} is {what}")
         if item.strip():
             questions.append(" ".join(item.split()))
@@ -246,43 +343,82 @@ def _item_lines(lines: list[str], key: str, items: list[str]) -> list[int]:
     return found
 
 
-def _date(value: Any, error: KnowledgeFormatError) -> str | None:
+def _date(meta: dict[str, Any], key: str, fail: Any) -> str | None:
+    """An ISO date key (``createdAt``...): a YAML date, or text that is one; anything else —
+    ``2024-02-30``, which YAML reads as a timestamp that does not exist, a number, a list — is
+    an error naming the key."""
+    value = meta.get(key)
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):
         return value.date().isoformat()
     if isinstance(value, dt.date):
         return value.isoformat()
-    try:
-        return dt.date.fromisoformat(str(value).strip()).isoformat()
-    except ValueError:
-        raise error from None
+    problem = getattr(value, "problem", None)  # an InvalidTimestamp says why
+    if problem is None and not isinstance(value, dict | list):
+        try:
+            return dt.date.fromisoformat(str(value).strip()).isoformat()
+        except ValueError as exc:
+            problem = str(exc)
+    shown = str(value)[:40] if not isinstance(value, dict | list) else _kind(value)
+    reason = f" ({problem})" if problem else ""
+    raise fail(key, f"{key} is not a date: {shown!r}{reason}")
 
 
-def _facts(value: Any, fail: Any) -> dict[str, FactValue]:
+def _facts(value: Any, path: str, lines: list[str]) -> dict[str, FactValue]:
+    """``facts:``: names to scalars; each problem is reported at the fact's own line."""
     if value is None:
         return {}
+    facts_line = _key_line(lines, "facts")
+
+    def fail(name: str | None, message: str) -> KnowledgeFormatError:
+        line = facts_line
+        if name is not None:
+            line = _key_line(lines[facts_line - 1 :], name) + facts_line - 1
+        return KnowledgeFormatError(path, line, message)
+
     if not isinstance(value, dict):
-        raise fail("facts", "facts must map names to values")
+        raise fail(None, "facts must map names to values")
+    if len(value) > MAX_FACTS:
+        raise fail(None, f"facts has more than {MAX_FACTS} facts ({len(value)})")
     facts: dict[str, FactValue] = {}
     for name, fact in value.items():
         if not isinstance(name, str) or not SEMANTIC_ID.match(name) or "." in name:
-            raise fail("facts", f"malformed fact name {name!r}")
+            raise fail(None, f"malformed fact name {str(name)[:80]!r}")
+        if len(name) > MAX_ID_CHARS:
+            raise fail(None, f"fact name longer than {MAX_ID_CHARS} characters")
+        if isinstance(fact, InvalidTimestamp):
+            raise fail(name, f"fact {name!r} is not a date: {str(fact)!r} ({fact.problem})")
         if isinstance(fact, dt.date):
             fact = fact.isoformat()
         if not isinstance(fact, str | int | float | bool):
             raise fail(name, f"fact {name!r} must be a scalar (string, number, boolean, date)")
+        if isinstance(fact, float) and not math.isfinite(fact):
+            raise fail(name, f"fact {name!r} must be a finite number")
+        if isinstance(fact, str) and len(fact) > MAX_FACT_CHARS:
+            raise fail(name, f"fact {name!r} is longer than {MAX_FACT_CHARS} characters")
         facts[name] = fact
     return facts
 
 
 def _jsonable(value: Any) -> Any:
+    """An unknown key's value as plain JSON (its record is JSON): dates as ISO text, and what
+    YAML's other tags give — ``!!binary`` bytes, ``!!set`` sets, ``!!omap`` pairs, ``.nan`` —
+    as text or lists, in a fixed order, so the same file always gives the same record."""
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, str):
+        return str(value)  # an InvalidTimestamp kept as its text
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     return value
 
 
@@ -334,8 +470,8 @@ def _heading_id(path: str, line: int, heading: str) -> tuple[str, str | None]:
     if match is None:
         return heading.strip(), None
     section_id = match.group(1)
-    if not SEMANTIC_ID.match(section_id):
-        raise KnowledgeFormatError(path, line, f"malformed section id {section_id!r}")
+    if not SEMANTIC_ID.match(section_id) or len(section_id) > MAX_ID_CHARS:
+        raise KnowledgeFormatError(path, line, f"malformed section id {section_id[:80]!r}")
     return heading[: match.start()].strip(), section_id
 
 

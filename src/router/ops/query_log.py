@@ -8,6 +8,10 @@ to log is counted and logged, and never fails the query that was being served.
 What is kept: only the request fields that shape the cached answer (see
 :func:`router.stages.cache.cache_key`), so replaying a logged request lands on the same cache
 entry. Requests asking for an LLM answer are not recorded: warming them would spend LLM calls.
+Nor are questions the redaction changed (:mod:`router.ops.redaction`: a replay of
+``[email]`` would fill a cache entry nobody asks for), nor any question when the policy keeps
+terms only. With a :class:`~router.ports.QuestionLog`, each served question is also written
+with its outcome (:mod:`router.ops.questions`), for the content-gaps report.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from router.contract import QueryRequest
-from router.ports import LoggedQuery, QueryLog
+from router.contract import QueryRequest, QueryResponse
+from router.ops.questions import LoggedQuestion, LogPolicy, question_of
+from router.ops.redaction import redact
+from router.ports import LoggedQuery, QueryLog, QuestionLog, SharedLogWriter
 from router.stages.normalizer import normalize_query
 
 __all__ = [
@@ -55,9 +61,15 @@ def logged_params(query: LoggedQuery) -> list[Any]:
     return [query.key, hour_of(query.last_seen), request, query.hits, query.last_seen]
 
 
-def replayable_fields(request: QueryRequest) -> dict[str, Any] | None:
-    """The JSON fields a replay of ``request`` needs, or None when it must not be recorded."""
+def replayable_fields(
+    request: QueryRequest, policy: LogPolicy | None = None
+) -> dict[str, Any] | None:
+    """The JSON fields a replay of ``request`` needs, or None when it must not be recorded:
+    an LLM request, a question holding personal data (redaction would change it), or any
+    question under a terms-only policy."""
     if request.generate:
+        return None
+    if policy is not None and (policy.store == "terms" or redact(request.query) != request.query):
         return None
     return request.model_dump(mode="json", include=set(REPLAYED_FIELDS), exclude_defaults=True)
 
@@ -74,9 +86,11 @@ def request_key(fields: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
-def logged_query(request: QueryRequest, at: float, hits: int = 1) -> LoggedQuery | None:
+def logged_query(
+    request: QueryRequest, at: float, hits: int = 1, policy: LogPolicy | None = None
+) -> LoggedQuery | None:
     """The log entry of one served request, or None when it is not recorded."""
-    fields = replayable_fields(request)
+    fields = replayable_fields(request, policy)
     if fields is None:
         return None
     return LoggedQuery(key=request_key(fields), request=fields, hits=hits, last_seen=at)
@@ -94,18 +108,23 @@ def row_to_logged(row: Mapping[str, Any]) -> LoggedQuery:
 
 
 class QueryRecorder:
-    """Counts served queries in memory and writes them to a :class:`QueryLog` in batches.
+    """Counts served queries in memory and writes them to a :class:`QueryLog` in batches, and
+    each served question with its outcome to a :class:`QuestionLog` (``questions``) with them.
 
     A batch is written when ``flush_every`` queries are pending or ``flush_interval_s`` seconds
     (monotonic clock) have passed since the last write; ``flush_every=1`` writes every query.
     At most ``max_pending`` distinct requests wait in memory: beyond that new ones are dropped
-    (the frequent ones are already there). Nothing here ever raises into the query path.
+    (the frequent ones are already there), and at most ``max_pending`` questions. ``policy``
+    says what is stored (redacted text or terms only). Nothing here ever raises into the query
+    path.
     """
 
     def __init__(
         self,
         log: QueryLog,
         *,
+        questions: QuestionLog | None = None,
+        policy: LogPolicy | None = None,
         flush_every: int = 1,
         flush_interval_s: float = 0.0,
         max_pending: int = 1000,
@@ -113,6 +132,8 @@ class QueryRecorder:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.log = log
+        self.questions = questions
+        self.policy = policy or LogPolicy()
         self.flush_every = max(1, flush_every)
         self.flush_interval_s = flush_interval_s
         self.max_pending = max_pending
@@ -122,6 +143,7 @@ class QueryRecorder:
         self.dropped = 0
         self.written = 0
         self._pending: dict[str, LoggedQuery] = {}
+        self._questions: list[LoggedQuestion] = []
         self._pending_hits = 0
         self._last_flush = clock()
 
@@ -130,25 +152,48 @@ class QueryRecorder:
         """Queries counted but not yet written."""
         return self._pending_hits
 
-    async def record(self, request: QueryRequest) -> None:
-        """Count one served request; write the batch when it is due. Never raises."""
+    @property
+    def pending_questions(self) -> int:
+        """Questions kept but not yet written."""
+        return len(self._questions)
+
+    async def record(
+        self,
+        request: QueryRequest,
+        response: QueryResponse | None = None,
+        caller: str | None = None,
+    ) -> None:
+        """Count one served request (and keep its question with ``response``); write the batch
+        when it is due. Never raises."""
         try:
-            entry = logged_query(request, self.wall_clock())
-            if entry is None:
-                return
-            known = self._pending.get(entry.key)
-            if known is not None:
-                entry = LoggedQuery(entry.key, known.request, known.hits + 1, entry.last_seen)
-            elif len(self._pending) >= self.max_pending:
-                self.dropped += 1
-                return
-            self._pending[entry.key] = entry
-            self._pending_hits += 1
-            if self._due():
+            now = self.wall_clock()
+            counted = self._count(logged_query(request, now, policy=self.policy))
+            kept = False
+            if response is not None and self.questions is not None:
+                if len(self._questions) < self.max_pending:
+                    self._questions.append(question_of(request, response, now, caller, self.policy))
+                    kept = True
+                else:
+                    self.dropped += 1
+            if (counted or kept) and self._due():
                 await self.flush()
         except Exception:  # logging must never fail a query
             self.failures += 1
             log.warning("could not record a served query", exc_info=True)
+
+    def _count(self, entry: LoggedQuery | None) -> bool:
+        """Add ``entry`` to the pending batch; False when it is not recorded or dropped."""
+        if entry is None:
+            return False
+        known = self._pending.get(entry.key)
+        if known is not None:
+            entry = LoggedQuery(entry.key, known.request, known.hits + 1, entry.last_seen)
+        elif len(self._pending) >= self.max_pending:
+            self.dropped += 1
+            return False
+        self._pending[entry.key] = entry
+        self._pending_hits += 1
+        return True
 
     async def flush(self) -> int:
         """Write every pending query now; returns how many distinct requests were written.
@@ -157,22 +202,41 @@ class QueryRecorder:
         retrying a failing backend on every query would only slow the queries down.
         """
         batch = list(self._pending.values())
+        questions = self._questions
         self._pending.clear()
+        self._questions = []
         self._pending_hits = 0
         self._last_flush = self.clock()
-        if not batch:
-            return 0
         try:
-            await self.log.record(batch)
+            await self._write(batch, questions)
         except Exception:
             self.failures += 1
-            log.warning("could not write %d logged queries", len(batch), exc_info=True)
+            log.warning(
+                "could not write %d logged queries and %d questions",
+                len(batch),
+                len(questions),
+                exc_info=True,
+            )
             return 0
-        self.written += len(batch)
-        return len(batch)
+        written = len(batch)
+        self.written += written
+        return written
+
+    async def _write(self, batch: list[LoggedQuery], questions: list[LoggedQuestion]) -> None:
+        """One batch when both logs share a database (D1: one round trip), else two writes."""
+        if not questions or self.questions is None:
+            if batch:
+                await self.log.record(batch)
+            return
+        if isinstance(self.log, SharedLogWriter):
+            await self.log.record_with_questions(batch, questions)
+            return
+        if batch:
+            await self.log.record(batch)
+        await self.questions.record(questions)
 
     def _due(self) -> bool:
-        if self._pending_hits >= self.flush_every:
+        if max(self._pending_hits, len(self._questions)) >= self.flush_every:
             return True
         return (
             self.flush_interval_s > 0 and self.clock() - self._last_flush >= self.flush_interval_s

@@ -167,9 +167,14 @@ _DEICTIC = re.compile(
     r"\bthis (?:field|tab|page|screen)\b"
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_PERSON_ASKED = re.compile(
+    r"^(quem|who)\b|^(qual|que|which) (equipe|time|setor|area|departamento|pessoa|cargo|"
+    r"responsavel|team|department|person|role)\b"
+)
 _NUMBER_ASKED = re.compile(
     r"^(quanto|quanta|quantos|quantas|how many|how much|how long)\b|"
-    r"\b(quantos|quantas|prazo|a cada|de quanto em quanto|por quanto tempo|periodicidade)\b"
+    r"\b(quantos|quantas|prazo|a cada|de quanto em quanto|por quanto tempo|periodicidade)\b|"
+    r"^qual (o|a) (valor|preco|peso|percentual|porcentagem|quantidade|numero|idade)\b"
 )
 
 
@@ -206,12 +211,15 @@ def analyze_query(
 
 
 def _answer_type(folded: str) -> AnswerType:
-    """ "Quem ..." asks for a person or a role; "quantos ...", "prazo", "a cada ..." for a
-    number; anything else takes either."""
-    if re.match(r"^(quem|who)\b", folded):
+    """ "Quem ...", "qual equipe ..." ask for a person, a team or a role; "quantos ...",
+    "prazo", "a cada ...", "qual o valor ..." for a number; "quais ..." for a list, which no
+    single fact answers ("quais provas posso anexar?"); anything else takes either."""
+    if _PERSON_ASKED.match(folded):
         return "person"
     if _NUMBER_ASKED.search(folded):
         return "number"
+    if re.match(r"^(quais|which)\b", folded):
+        return "list"
     return "any"
 
 

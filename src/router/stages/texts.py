@@ -17,23 +17,16 @@ from router.errors import RouterError
 if TYPE_CHECKING:
     from router.results import Fused
     from router.state import QueryState
-    from router.support.facts import FactMatch
 
 __all__ = ["load_texts", "quoted_sections"]
 
 log = logging.getLogger(__name__)
 
 
-def quoted_sections(
-    state: QueryState, shown: Sequence[Fused], fused: Sequence[Fused], fact: FactMatch | None
-) -> list[int]:
-    """Sections whose text the response may use: the shown ones, those an extractive answer
-    quotes, and every section of the fact's document (one of them states the value)."""
-    sections = [f.section for f in shown]
-    sections += [f.section for f in fused[: state.config.answer_sections]]
-    if fact is not None:
-        sections += state.package.doc_sections(fact.doc_index)
-    return sorted(set(sections))
+def quoted_sections(shown: Sequence[Fused], answer: Sequence[int]) -> list[int]:
+    """Sections whose text the response may use: the shown ones and those the answer may quote
+    (``router.stages.answer.answer_sections``)."""
+    return sorted({*(f.section for f in shown), *answer})
 
 
 async def load_texts(state: QueryState, sections: list[int]) -> dict[int, str]:

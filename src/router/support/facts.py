@@ -1,5 +1,7 @@
 """Picks the structured fact that answers a value question (PRD §33: answer without an LLM).
 
+Why the sentence first: a fact answers only when the passage's best-matching sentence states its
+value (``router.support.grounding``); the name only chooses among facts that sentence states.
 Why a glossary: fact names are camelCase identifiers, often English (``defaultValidityDays``),
 while questions are Portuguese ("qual a validade padrão?"); a small bilingual glossary of the words
 fact names are made of lets both meet on the same stems.
@@ -7,16 +9,16 @@ fact names are made of lets both meet on the same stems.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from router.analysis.analyzer import Analyzer
 from router.analysis.text import split_camel
 from router.knowledge.model import FactValue
 from router.package.view import PackageView
-from router.safety.fields import fact_flagged
+from router.support.grounding import ScoredSentence, states_value
 
-__all__ = ["FACT_NAME_GLOSSARY", "FactMatch", "best_fact", "fact_terms"]
+__all__ = ["FACT_NAME_GLOSSARY", "FactMatch", "fact_in_sentence", "fact_terms", "fits"]
 
 FACT_NAME_GLOSSARY: dict[str, tuple[str, ...]] = {
     "validity": ("validade", "prazo", "vencimento", "valida"),
@@ -51,6 +53,11 @@ FACT_NAME_GLOSSARY: dict[str, tuple[str, ...]] = {
     "interval": ("intervalo",),
     "retention": ("retencao", "guardar", "arquivar"),
     "count": ("quantidade", "numero"),
+    "business": ("uteis",),
+    "percent": ("percentual", "porcentagem", "taxa"),
+    "rate": ("taxa", "percentual"),
+    "fee": ("taxa", "tarifa"),
+    "team": ("equipe", "time", "setor", "quem"),
     "number": ("numero",),
     "voltage": ("tensao",),
     "weight": ("peso",),
@@ -66,10 +73,16 @@ FACT_NAME_GLOSSARY: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class FactMatch:
+    """A fact that answers the question: its document, name and value, how many of the
+    question's stems its name shares (``overlap``), and where the passage states it (the
+    package's section index and the sentence), when it does."""
+
     doc_index: int
     name: str
     value: FactValue
     overlap: int
+    section: int | None = None
+    sentence: str | None = None
 
 
 def fact_terms(analyzer: Analyzer, name: str) -> set[str]:
@@ -82,36 +95,38 @@ def fact_terms(analyzer: Analyzer, name: str) -> set[str]:
     return set(analyzer.terms(" ".join(words)))
 
 
-def best_fact(
+def fact_in_sentence(
     package: PackageView,
-    doc_indices: Iterable[int],
+    doc_index: int,
+    sentence: ScoredSentence,
     query_terms: Sequence[str],
-    answer_type: str = "any",
+    facts: Mapping[str, FactValue],
 ) -> FactMatch | None:
-    """The fact of the first documents sharing most stems with the question, if any does; a fact
-    flagged as prompt injection (its name or value) never answers. When the question asks for a
-    person ("quem ...") or a number ("quantos ..."), a fact of that kind wins over one of the
-    other kind ("quem aprova a APR?" is the approver, not ``approvalSlaHours``)."""
+    """Of ``facts`` (of the document, those that may answer: see ``fits``), the one whose value
+    ``sentence`` (the passage's best match for the question) states; of several, the one whose
+    name shares most stems with the question, then the one whose name says least else
+    (``trainingHours`` before ``sepTrainingHours``), then the first."""
     wanted = set(query_terms)
     best: FactMatch | None = None
-    best_key = (False, 0)
-    for doc_index in doc_indices:
-        doc = package.documents[doc_index]
-        for name, value in doc.facts.items():
-            if fact_flagged(doc, name):
-                continue
-            overlap = len(wanted & fact_terms(package.analyzer, name))
-            key = (_fits(value, answer_type), overlap)
-            if overlap and (best is None or key > best_key):
-                best, best_key = FactMatch(doc_index, name, value, overlap), key
+    best_key = (0, 0)
+    for name, value in facts.items():
+        if not states_value(sentence.text, value):
+            continue
+        named = fact_terms(package.analyzer, name)
+        overlap = len(wanted & named)
+        key = (overlap, -len(named - wanted))
+        if best is None or key > best_key:
+            best = FactMatch(doc_index, name, value, overlap, sentence.section, sentence.text)
+            best_key = key
     return best
 
 
-def _fits(value: FactValue, answer_type: str) -> bool:
-    """Whether a fact's value is of the kind the question asks for."""
+def fits(value: FactValue, answer_type: str) -> bool:
+    """Whether a fact's value is of the kind the question asks for: "quem ..." a person or
+    team (text), "quantos ..." a number; anything else takes either."""
     numeric = isinstance(value, int | float) and not isinstance(value, bool)
     if answer_type == "person":
         return isinstance(value, str)
     if answer_type == "number":
         return numeric
-    return True
+    return answer_type != "list"

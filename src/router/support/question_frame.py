@@ -15,12 +15,20 @@ question's terms whatever the stemmer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from router.analysis.analyzer import Analyzer
 
-__all__ = ["FRAME_WORDS", "UI_NOUNS", "ClosedClasses", "QuestionFrame", "frame_question"]
+__all__ = [
+    "FRAME_WORDS",
+    "UI_NOUNS",
+    "ClosedClasses",
+    "QuestionFrame",
+    "asked_focus",
+    "frame_question",
+]
 
 FRAME_WORDS: dict[str, str] = {
     "portuguese": (
@@ -81,3 +89,33 @@ def frame_question(classes: ClosedClasses, terms: Sequence[str]) -> QuestionFram
         only_the_screen=not [t for t in content if t not in on_screen],
         names_the_screen=any(t in on_screen for t in content),
     )
+
+
+_FOCUS = {
+    "portuguese": re.compile(
+        r"^(?:(?:em|de|com|por|para|a partir de|ate) )?"
+        r"(?:qual|quais|quanto|quanta|quantos|quantas|que|quem)"
+        r"(?: (?:e|sao|era|foi|sera))?(?: (?:o|a|os|as|um|uma))? ([^\W\d_]{3,})"
+    ),
+    "english": re.compile(
+        r"^(?:what|which|who|how many|how much)(?: (?:is|are|was))?(?: (?:the|a|an))?"
+        r" ([^\W\d_]{3,})"
+    ),
+}
+"""The word a question asks about: the noun right after its interrogative ("qual o *desconto*
+máximo…", "quantos *dígitos* tem…", "em quantos *dias* úteis…"), or the verb after "quem"
+("quem *aprova* a PT?")."""
+
+
+def asked_focus(analyzer: Analyzer, folded: str) -> str | None:
+    """The stem of what the question asks for (its focus), if its wording shows one.
+
+    Why: of two sentences holding as many of the question's words ("Desconto … máximo de 80%",
+    "Duração máxima de 30 dias por promoção"), the one about what is asked — the noun after
+    "qual o" — answers it; the other words only say where."""
+    pattern = _FOCUS.get(analyzer.config.language)
+    found = pattern.match(folded) if pattern is not None else None
+    if found is None:
+        return None
+    terms = analyzer.terms(found.group(1))
+    return terms[0] if terms else None

@@ -16,18 +16,31 @@ from typing import Any
 from router.adapters.cloudflare.jsconv import sql_params, to_js, to_py
 from router.errors import BindingError
 from router.ops.query_log import hour_of, logged_params, row_to_logged
+from router.ops.questions import LoggedQuestion, question_params, row_to_question
 from router.ports import LoggedQuery
 from router.sql import (
     MAX_BOUND_PARAMETERS,
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,
     QUERY_LOG_RECORD,
+    QUESTION_LOG_COUNT,
+    QUESTION_LOG_GET,
+    QUESTION_LOG_PRUNE,
+    QUESTION_LOG_RECORD,
+    QUESTION_LOG_SELECT,
     Statement,
     chunked,
     version_statements,
 )
 
-__all__ = ["DEFAULT_MAX_BATCH", "D1QueryLog", "D1RecordRows", "D1RelationalStore", "run_batches"]
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "D1QueryLog",
+    "D1QuestionLog",
+    "D1RecordRows",
+    "D1RelationalStore",
+    "run_batches",
+]
 
 DEFAULT_MAX_BATCH = 50
 """Statements per ``batch`` call."""
@@ -112,9 +125,57 @@ class D1QueryLog:
         statements: list[Statement] = [(QUERY_LOG_RECORD, logged_params(q)) for q in queries]
         await run_batches(self.binding, statements, self.max_batch)
 
+    async def record_with_questions(
+        self, queries: Sequence[LoggedQuery], questions: Sequence[LoggedQuestion]
+    ) -> None:
+        """Counts and questions in one batch (``SharedLogWriter``: the tables share D1)."""
+        statements: list[Statement] = [(QUERY_LOG_RECORD, logged_params(q)) for q in queries]
+        statements.extend((QUESTION_LOG_RECORD, question_params(q)) for q in questions)
+        await run_batches(self.binding, statements, self.max_batch)
+
     async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
         rows = await _all(self.binding, QUERY_LOG_FREQUENT, [hour_of(since), limit])
         return [row_to_logged(row) for row in rows]
 
     async def prune(self, before: float) -> None:
         await run_batches(self.binding, [(QUERY_LOG_PRUNE, [hour_of(before)])], self.max_batch)
+
+
+class D1QuestionLog:
+    """The ``question_log`` table (migrations/d1/0005) through the D1 binding."""
+
+    def __init__(self, binding: Any, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+        self.binding = binding
+        self.max_batch = max_batch
+
+    async def record(self, questions: Sequence[LoggedQuestion]) -> None:
+        statements: list[Statement] = [(QUESTION_LOG_RECORD, question_params(q)) for q in questions]
+        await run_batches(self.binding, statements, self.max_batch)
+
+    async def count(self, since: float, until: float, tenant: str) -> int:
+        rows = await _all(self.binding, QUESTION_LOG_COUNT, [since, until, tenant, tenant])
+        return int(rows[0]["n"]) if rows else 0
+
+    async def read(
+        self, since: float, until: float, tenant: str, after_id: int, limit: int
+    ) -> list[LoggedQuestion]:
+        params = [since, until, tenant, tenant, after_id, limit]
+        rows = await _all(self.binding, QUESTION_LOG_SELECT, params)
+        return [row_to_question(row) for row in rows]
+
+    async def get(self, question_id: int, tenant: str) -> LoggedQuestion | None:
+        rows = await _all(self.binding, QUESTION_LOG_GET, [question_id, tenant, tenant])
+        return row_to_question(rows[0]) if rows else None
+
+    async def prune(self, before: float) -> int:
+        return await _changes(self.binding, QUESTION_LOG_PRUNE, [before])
+
+
+async def _changes(binding: Any, sql: str, params: Sequence[Any]) -> int:
+    """Run one statement; the rows it changed (D1's ``meta.changes``; 0 when not reported)."""
+    try:
+        result = to_py(await binding.prepare(sql).bind(*sql_params(params)).run())
+    except Exception as exc:
+        raise BindingError(f"D1 statement failed: {exc}") from exc
+    meta = (result or {}).get("meta") or {}
+    return int(meta.get("changes") or 0)

@@ -27,7 +27,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from router.adapters.cloudflare.d1 import D1QueryLog, D1RecordRows, D1RelationalStore
+from router.adapters.cloudflare.d1 import (
+    D1QueryLog,
+    D1QuestionLog,
+    D1RecordRows,
+    D1RelationalStore,
+)
 from router.adapters.cloudflare.jsconv import binding, to_py
 from router.adapters.cloudflare.keys import D1KeyStore
 from router.adapters.cloudflare.kv import WorkersKV
@@ -47,6 +52,8 @@ from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
 from router.errors import ConfigError
 from router.namespaced import NamespacedStore, reranker_namespace
 from router.ops.query_log import QueryRecorder
+from router.ops.questions import LogPolicy, log_policy_from
+from router.ops.retention import RetentionReport, apply_retention
 from router.ops.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
 from router.package.version.manifest import Manifest
 from router.ports import Embedder, KeyValueStore, VectorIndex
@@ -71,6 +78,7 @@ __all__ = [
     "build_service",
     "cors_from_env",
     "reset_service",
+    "retention_from_env",
     "service_from_env",
     "settings_from_env",
     "shares_from_env",
@@ -90,6 +98,8 @@ RERANKER_CHOICES = ("off", "workers-ai")
 
 CACHE_TTL_S = 24 * 3600
 """KV expiration of query-cache entries (they are keyed by version and day)."""
+DEFAULT_LOG_POLICY = LogPolicy()
+"""Questions stored redacted, logs kept ``DEFAULT_LOG_RETENTION_DAYS`` (docs/security.md)."""
 LOG_FLUSH_EVERY = 10
 LOG_FLUSH_INTERVAL_S = 60.0
 """The Worker writes the query log every 10 queries or 60 s per isolate (one D1 batch)."""
@@ -108,6 +118,7 @@ class CloudflareBindings:
     blobs: R2BlobStore | None = None
     relational: D1RelationalStore | None = None
     query_log: D1QueryLog | None = None
+    question_log: D1QuestionLog | None = None
     record_rows: D1RecordRows | None = None
     vectors_binding: Any = None
     ai_binding: Any = None
@@ -168,6 +179,7 @@ def bindings(env: Any) -> CloudflareBindings:
         blobs=R2BlobStore(bucket) if bucket is not None else None,
         relational=D1RelationalStore(db) if db is not None else None,
         query_log=D1QueryLog(db) if db is not None else None,
+        question_log=D1QuestionLog(db) if db is not None else None,
         record_rows=D1RecordRows(db) if db is not None else None,
         vectors_binding=binding(env, VECTORS_BINDING),
         ai_binding=binding(env, AI_BINDING),
@@ -187,6 +199,7 @@ class WorkerSettings:
     log_flush_interval_s: float = LOG_FLUSH_INTERVAL_S
     max_latency_ms: float = RetrievalBudget().max_latency_ms
     query_log: bool = True  # KR_QUERY_LOG=off: no query text is stored (privacy), no warming
+    log_policy: LogPolicy = DEFAULT_LOG_POLICY  # KR_LOG_STORE, KR_LOG_RETENTION_DAYS
     reranker: str = "off"  # KR_RERANKER: off | workers-ai (docs/adr/0015)
     reranker_model: str = DEFAULT_RERANK_MODEL
 
@@ -199,7 +212,8 @@ class WorkerSettings:
 def settings_from_env(env: Any) -> WorkerSettings:
     """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
     ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21),
-    ``KR_QUERY_LOG`` (on/off), ``KR_RERANKER`` (off/workers-ai) and ``KR_RERANKER_MODEL``."""
+    ``KR_QUERY_LOG`` (on/off), ``KR_LOG_STORE`` (redacted/terms), ``KR_LOG_RETENTION_DAYS``,
+    ``KR_RERANKER`` (off/workers-ai) and ``KR_RERANKER_MODEL``."""
     defaults = WorkerSettings()
     return WorkerSettings(
         active_version_ttl_s=_number(
@@ -210,6 +224,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
         warm_limit=_number(env, "KR_WARM_LIMIT", defaults.warm_limit, int),
         max_latency_ms=_number(env, "KR_MAX_LATENCY_MS", defaults.max_latency_ms, float),
         query_log=_switch(env, "KR_QUERY_LOG", defaults.query_log),
+        log_policy=log_policy_from(lambda name: _text(env, name)),
         reranker=_choice(env, "KR_RERANKER", defaults.reranker, RERANKER_CHOICES),
         reranker_model=str(to_py(binding(env, "KR_RERANKER_MODEL")) or defaults.reranker_model),
     )
@@ -232,6 +247,8 @@ def build_service(
     if cf.query_log is not None and settings.query_log:
         recorder = QueryRecorder(
             cf.query_log,
+            questions=cf.question_log,
+            policy=settings.log_policy,
             flush_every=settings.log_flush_every,
             flush_interval_s=settings.log_flush_interval_s,
         )
@@ -249,6 +266,7 @@ def build_service(
         active_version_ttl_s=settings.active_version_ttl_s,
         vector_stage=vector_stage,
         recorder=recorder,
+        question_log=cf.question_log,
         record_rows=cf.record_rows,
     )
 
@@ -329,7 +347,22 @@ async def warm_from_env(env: Any, now: float | None = None) -> WarmReport:
     query_log = bindings(env).query_log
     if query_log is None:
         return WarmReport(skipped=f"no {DB_BINDING} binding: no query log")
-    return await warm_cache(service, query_log, settings_from_env(env).warm_limit, now=now)
+    settings = settings_from_env(env)
+    return await warm_cache(
+        service,
+        query_log,
+        settings.warm_limit,
+        retention_s=settings.log_policy.retention_s,
+        now=now,
+    )
+
+
+async def retention_from_env(env: Any, now: float | None = None) -> RetentionReport:
+    """The scheduled handler's other work: delete the logged queries and questions older than
+    ``KR_LOG_RETENTION_DAYS`` (:func:`router.ops.retention.apply_retention`)."""
+    cf = bindings(env)
+    policy = settings_from_env(env).log_policy
+    return await apply_retention(cf.query_log, cf.question_log, policy.retention_days, now=now)
 
 
 def _switch(env: Any, name: str, default: bool) -> bool:

@@ -2,16 +2,21 @@
 
 Why here and not in :mod:`.state`: the keys table arrives with the migrations the state folder
 already applies, so this store only needs the file; ``kr keys`` writes through it and
-``kr serve`` reads through it. SQLite work runs in a thread so it never blocks the event loop.
+``kr serve`` reads through it. A lookup runs in a thread so it never blocks the event loop, waits
+at most ``state.SQLITE_TIMEOUT_S`` for a locked file, and turns every ``sqlite3`` error (locked,
+truncated, not a database) into a ``BindingError``: the authenticator then answers 503, never
+500 and never "authenticated" (:class:`router.auth.KeyStoreUnavailableError`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
+from router.adapters.local.state import SQLITE_TIMEOUT_S as READ_TIMEOUT_S
+from router.adapters.local.state import sqlite_call
 from router.auth.api_keys import (
     KEY_FIND,
     KEY_INSERT,
@@ -21,9 +26,10 @@ from router.auth.api_keys import (
     new_key,
 )
 
-__all__ = ["SQLITE_TIMEOUT_S", "SqliteKeyStore", "utc_now"]
+__all__ = ["READ_TIMEOUT_S", "SQLITE_TIMEOUT_S", "SqliteKeyStore", "utc_now"]
 
 SQLITE_TIMEOUT_S = 5.0
+"""How long ``kr keys`` (an operator at a terminal) waits for a locked file."""
 
 
 def utc_now() -> str:
@@ -33,11 +39,12 @@ def utc_now() -> str:
 class SqliteKeyStore:
     """The ``api_keys`` table of a D1 SQLite file whose migrations are applied."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_timeout_s: float = READ_TIMEOUT_S) -> None:
         self.path = path
+        self.read_timeout_s = read_timeout_s
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=SQLITE_TIMEOUT_S)
+    def _connect(self, timeout_s: float = SQLITE_TIMEOUT_S) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=timeout_s)
 
     def create(self, tenant: str) -> tuple[str, ApiKey]:
         """A new key for ``tenant``: the plaintext (to show once) and its stored row."""
@@ -58,9 +65,10 @@ class SqliteKeyStore:
             return db.execute(KEY_REVOKE, (utc_now(), key_id)).rowcount == 1
 
     def find_now(self, key_id: str) -> ApiKey | None:
-        with self._connect() as db:
+        with closing(self._connect(self.read_timeout_s)) as db:
             row = db.execute(KEY_FIND, (key_id,)).fetchone()
         return None if row is None else ApiKey(*row)
 
     async def find(self, key_id: str) -> ApiKey | None:
-        return await asyncio.to_thread(self.find_now, key_id)
+        """The key's row; a ``BindingError`` when the file cannot say (locked, damaged)."""
+        return await sqlite_call(self.find_now, key_id, where=f"local key store ({self.path.name})")

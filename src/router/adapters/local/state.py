@@ -20,11 +20,17 @@ from typing import Any, TypeVar
 
 from router.errors import BindingError
 from router.ops.query_log import hour_of, logged_params, row_to_logged
+from router.ops.questions import LoggedQuestion, question_params, row_to_question
 from router.ports import LoggedQuery
 from router.sql import (
     QUERY_LOG_FREQUENT,
     QUERY_LOG_PRUNE,
     QUERY_LOG_RECORD,
+    QUESTION_LOG_COUNT,
+    QUESTION_LOG_GET,
+    QUESTION_LOG_PRUNE,
+    QUESTION_LOG_RECORD,
+    QUESTION_LOG_SELECT,
     VERSIONS_NEWEST_FIRST,
     drop_version_statements,
     version_statements,
@@ -39,9 +45,11 @@ __all__ = [
     "LocalState",
     "SqliteKeyValueStore",
     "SqliteQueryLog",
+    "SqliteQuestionLog",
     "SqliteRelationalStore",
     "default_state_dir",
     "migrations_dir",
+    "sqlite_call",
 ]
 
 DEFAULT_STATE_DIR = ".kr-state"
@@ -179,10 +187,10 @@ class SqliteKeyValueStore:
         return db
 
     async def get(self, key: str) -> str | None:
-        return await _in_thread(self._get, key, where=f"local KV ({self.path.name})")
+        return await sqlite_call(self._get, key, where=f"local KV ({self.path.name})")
 
     async def put(self, key: str, value: str) -> None:
-        await _in_thread(self._put, key, value, where=f"local KV ({self.path.name})")
+        await sqlite_call(self._put, key, value, where=f"local KV ({self.path.name})")
 
     def _get(self, key: str) -> str | None:
         with closing(self._connect()) as db, db:
@@ -216,7 +224,7 @@ class SqliteKeyValueStore:
         )
 
 
-async def _in_thread(work: Callable[..., T], *args: Any, where: str) -> T:
+async def sqlite_call(work: Callable[..., T], *args: Any, where: str) -> T:
     """Run blocking SQLite work off the event loop; its errors become ``BindingError``.
     Driven without a loop (``router.sync.run_sync``), there is no loop to keep free: inline."""
     try:
@@ -303,14 +311,71 @@ class SqliteQueryLog:
         with self._connect() as db:
             db.executemany(QUERY_LOG_RECORD, [logged_params(q) for q in queries])
 
+    async def record_with_questions(
+        self, queries: Sequence[LoggedQuery], questions: Sequence[LoggedQuestion]
+    ) -> None:
+        """Counts and questions in one transaction (``SharedLogWriter``: one SQLite file)."""
+        try:
+            with closing(self._connect()) as db, db:
+                db.executemany(QUERY_LOG_RECORD, [logged_params(q) for q in queries])
+                db.executemany(QUESTION_LOG_RECORD, [question_params(q) for q in questions])
+        except sqlite3.Error as exc:
+            raise BindingError(f"query log {self.path}: {exc}") from exc
+
     async def frequent(self, limit: int, since: float) -> list[LoggedQuery]:
         with self._connect() as db:
             rows = db.execute(QUERY_LOG_FREQUENT, (hour_of(since), limit)).fetchall()
         return [row_to_logged(dict(row)) for row in rows]
 
-    async def prune(self, before: float) -> None:
-        with self._connect() as db:
-            db.execute(QUERY_LOG_PRUNE, (hour_of(before),))
+    async def prune(self, before: float) -> int:
+        with closing(self._connect()) as db, db:
+            return db.execute(QUERY_LOG_PRUNE, (hour_of(before),)).rowcount
+
+
+class SqliteQuestionLog:
+    """Question log stand-in: table ``question_log`` (migrations/d1/0005) in the D1 SQLite file
+    (migrations applied by :class:`SqliteRelationalStore`, as for the query log). SQLite
+    errors become :class:`BindingError` (a 503 on ``/v1/gaps``, never a 500)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=SQLITE_TIMEOUT_S)
+        db.row_factory = sqlite3.Row
+        return db
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            with closing(self._connect()) as db, db:
+                return work(db)
+        except sqlite3.Error as exc:
+            raise BindingError(f"question log {self.path}: {exc}") from exc
+
+    async def record(self, questions: Sequence[LoggedQuestion]) -> None:
+        params = [question_params(q) for q in questions]
+        self._run(lambda db: db.executemany(QUESTION_LOG_RECORD, params))
+
+    async def count(self, since: float, until: float, tenant: str) -> int:
+        row = self._run(
+            lambda db: db.execute(QUESTION_LOG_COUNT, (since, until, tenant, tenant)).fetchone()
+        )
+        return int(row[0])
+
+    async def read(
+        self, since: float, until: float, tenant: str, after_id: int, limit: int
+    ) -> list[LoggedQuestion]:
+        params = (since, until, tenant, tenant, after_id, limit)
+        rows = self._run(lambda db: db.execute(QUESTION_LOG_SELECT, params).fetchall())
+        return [row_to_question(dict(row)) for row in rows]
+
+    async def get(self, question_id: int, tenant: str) -> LoggedQuestion | None:
+        params = (question_id, tenant, tenant)
+        row = self._run(lambda db: db.execute(QUESTION_LOG_GET, params).fetchone())
+        return None if row is None else row_to_question(dict(row))
+
+    async def prune(self, before: float) -> int:
+        return self._run(lambda db: db.execute(QUESTION_LOG_PRUNE, (before,)).rowcount)
 
 
 @dataclass
@@ -327,3 +392,4 @@ class LocalState:
         self.cache_kv = self.kv.with_limits(LOCAL_CACHE_TTL_S, LOCAL_CACHE_ENTRIES)
         self.relational = SqliteRelationalStore(self.root / "d1.sqlite")
         self.query_log = SqliteQueryLog(self.root / "d1.sqlite")
+        self.question_log = SqliteQuestionLog(self.root / "d1.sqlite")

@@ -1,11 +1,12 @@
 // The golden-set view: figures of the last `kr eval` report, read from /eval/report.json (kr serve
-// serves reports/golden/metrics.json there; the Worker has none), per-category bars, and the
-// failing queries, each a link that opens the playground with its request and runs it.
+// serves reports/golden/metrics.json there, to the operator only: the admin token; the Worker has
+// none), per-category bars, and the failing queries, each a link that opens the playground with
+// its request and runs it.
 "use strict";
 
 const METRICS = ["hit@1", "hit@3", "mrr", "ndcg@10", "recall@10", "abstention_acc", "intent_acc"];
 const CONTEXT_FIELDS = ["tenant", "page", "tab", "focus", "date"];
-const KEY_STORE = "kr-playground-key";
+const ADMIN_STORE = "kr-admin-token"; // this tab only (sessionStorage), never in the URL
 
 const $ = (id) => document.getElementById(id);
 
@@ -27,15 +28,36 @@ function fail(title, message) {
   box.hidden = false;
 }
 
-async function load() {
-  let key = "";
+function adminToken() {
   try {
-    key = sessionStorage.getItem(KEY_STORE) || "";
+    return sessionStorage.getItem(ADMIN_STORE) || "";
   } catch {
-    /* no storage */
+    return ""; /* no storage */
   }
+}
+
+function askForToken() {
+  const form = $("admin");
+  form.hidden = false;
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    const token = $("admin-token").value.trim();
+    try {
+      if (token) sessionStorage.setItem(ADMIN_STORE, token);
+      else sessionStorage.removeItem(ADMIN_STORE);
+    } catch {
+      /* no storage: this load only */
+    }
+    form.hidden = true;
+    $("error").hidden = true;
+    $("status").hidden = false;
+    load(token);
+  };
+}
+
+async function load(token = adminToken()) {
   const headers = { Accept: "application/json" };
-  if (key) headers.Authorization = `Bearer ${key}`;
+  if (token) headers.Authorization = `Bearer ${token}`;
   let response;
   let payload;
   try {
@@ -56,8 +78,11 @@ async function load() {
   }
   if (!response.ok || !payload) {
     const error = (payload && payload.error) || {};
-    const hint = response.status === 401 ? " Enter an API key in the playground first." : "";
+    const hint = response.status === 401
+      ? " The report names every tenant's golden queries: enter the server's admin token."
+      : "";
     fail(`${response.status} ${error.code || "error"}`, `${error.message || response.statusText}${hint}`);
+    if (response.status === 401) askForToken();
     return;
   }
   render(payload);

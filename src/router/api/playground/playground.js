@@ -152,13 +152,20 @@ function render(r) {
   const reason = $("abstention");
   reason.hidden = !r.abstained;
   reason.textContent = r.abstained ? `Declined: ${r.abstention_reason || "no reason given"}` : "";
-  $("answer").textContent = r.answer || "(no answer)";
+  renderInline($("answer"), r.answer || "(no answer)");
+  const fact = $("fact");
+  fact.hidden = !r.fact;
+  fact.textContent = r.fact
+    ? `fact ${r.fact.address} = ${r.fact.value}${r.fact.section_id ? ` · ${r.fact.section_id}` : ""}`
+    : "";
   const citations = $("citations");
   citations.replaceChildren();
   for (const c of r.citations || []) {
     const li = el("li");
     li.append(el("span", "mono", `${c.section_id} · ${fmt(c.score)}`));
-    li.append(el("span", "passage", c.passage));
+    const passage = el("span", "passage");
+    renderInline(passage, c.passage);
+    li.append(passage);
     citations.append(li);
   }
   renderResults(r);
@@ -169,6 +176,26 @@ function render(r) {
       `that cached this answer. ${$("io").textContent}`;
   }
   $("output").hidden = false;
+}
+
+// Inline Markdown (**bold**, *emphasis*, `code`) as elements whose text is set with textContent:
+// an LLM's answer may carry Markdown, and knowledge text is never parsed as HTML.
+const INLINE_MARKDOWN = /(\*\*[^*]+\*\*|\*[^*\s][^*]*\*|`[^`]+`)/;
+
+function renderInline(node, text) {
+  node.replaceChildren();
+  for (const part of String(text).split(INLINE_MARKDOWN)) {
+    if (!part) continue;
+    if (part.startsWith("**") && part.endsWith("**") && part.length > 4) {
+      node.append(el("strong", "", part.slice(2, -2)));
+    } else if (part.startsWith("`") && part.endsWith("`") && part.length > 2) {
+      node.append(el("code", "", part.slice(1, -1)));
+    } else if (part.startsWith("*") && part.endsWith("*") && part.length > 2) {
+      node.append(el("em", "", part.slice(1, -1)));
+    } else {
+      node.append(document.createTextNode(part));
+    }
+  }
 }
 
 function renderBadges(r) {

@@ -115,9 +115,13 @@ class PartitionShards:
         self._fetch = fetch
         self._fetch_into = fetch_into
         self.cache = cache
+        self._files: dict[int, str] = {}  # shard → its file name, once asked (a query's terms)
 
     def file(self, shard: int) -> str:
-        return partition_file(self.key, self.directory.file_name(shard))
+        name = self._files.get(shard)
+        if name is None:
+            name = self._files[shard] = partition_file(self.key, self.directory.file_name(shard))
+        return name
 
     def postings(self, term: int, block: str, loaded: Loaded | None = None) -> tuple[Postings, int]:
         """(block of the shard holding ``term``, the term's id in it); the shard must have been

@@ -20,51 +20,39 @@ from router.service import KV_RETRY_S, REFUSED_RETRY_S, KnowledgeService
 from router.stages.cache import QueryCache
 from router.sync import run_sync
 from tests.common import CountedStore
+from tests.faults.common import DAMAGES, Clock, damage, damaged
 
 QUESTION = QueryRequest(query="O que é APR?")
 REFUSED_MANIFEST = "packages/kv-0123456789abcdef/manifest.json"
 
 
-class Clock:
-    """A monotonic clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _damage(path: Path, how: str) -> None:
-    if how == "truncated":
-        path.write_bytes(path.read_bytes()[:100])
-    elif how == "garbage":
-        path.write_bytes(b"\x00not a database" * 400)
-    else:
-        path.unlink()
-        path.mkdir()  # a folder where the file was: every open fails
-
-
-@pytest.mark.parametrize("how", ["truncated", "garbage", "unopenable"])
-def test_a_damaged_kv_file_keeps_the_last_good_version_serving(state: LocalState, how: str) -> None:
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_kv_file_keeps_the_last_good_version_serving_until_repaired(
+    state: LocalState, how: str
+) -> None:
     clock = Clock()
     service = KnowledgeService(kv=state.kv, blobs=state.blobs, clock=clock)
     good = asyncio.run(service.query(QUESTION)).knowledge_version
-    _damage(state.root / "kv.sqlite", how)
     client = TestClient(create_app(service))
-    for _ in range(2):
-        answer = client.post("/v1/query", json={"query": "O que é APR?"})
-        assert answer.status_code == 200 and answer.json()["knowledge_version"] == good
-        assert answer.json()["results"][0]["doc_id"] == "apr"
-        clock.now += KV_RETRY_S + 1  # asked again, and still failing
+    with damaged(state.root / "kv.sqlite", how):
+        for _ in range(2):
+            answer = client.post("/v1/query", json={"query": "O que é APR?"})
+            assert answer.status_code == 200 and answer.json()["knowledge_version"] == good
+            assert answer.json()["results"][0]["doc_id"] == "apr"
+            clock.now += KV_RETRY_S + 1  # asked again, and still failing
+        health = client.get("/v1/health").json()
+        assert health["knowledge_version"] == good and health["status"] == "degraded"
+        assert health["active_version"] is None  # KV cannot say
+        assert "active version" in health["last_load_error"] and good in health["last_load_error"]
+    clock.now += KV_RETRY_S + 1  # repaired: health says so without a restart
     health = client.get("/v1/health").json()
-    assert health["knowledge_version"] == good and health["status"] == "degraded"
-    assert "active version" in health["last_load_error"] and good in health["last_load_error"]
+    assert health["status"] == "ok" and health["last_load_error"] is None
+    assert health["active_version"] == health["knowledge_version"] == good
 
 
-@pytest.mark.parametrize("how", ["truncated", "garbage"])
+@pytest.mark.parametrize("how", DAMAGES)
 def test_a_damaged_kv_file_before_any_load_is_a_503_json_error(state: LocalState, how: str) -> None:
-    _damage(state.root / "kv.sqlite", how)
+    damage(state.root / "kv.sqlite", how)
     client = TestClient(create_app(KnowledgeService(kv=state.kv, blobs=state.blobs)))
     for response in (client.post("/v1/query", json={"query": "APR"}), client.get("/v1/health")):
         assert response.status_code == 503
