@@ -19,7 +19,8 @@ from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage, load_package
 from router.pipeline import run_query
-from router.stages.confidence import assess
+from router.stages.confidence import _unknown_concepts, assess
+from router.support.question_frame import ClosedClasses, verb_stems
 from tests.common import TODAY, write_doc
 from tests.stages.state import searched_state
 
@@ -165,3 +166,19 @@ def test_an_action_request_may_name_arguments_the_knowledge_does_not_hold(
     assert confidence.unknown_terms and confidence.specific_coverage < 1.0
     strict = dataclasses.replace(state, config=RouterConfig(min_specific_coverage=1.0))
     assert not assess(strict).abstain
+
+
+def test_a_verb_or_modal_the_knowledge_never_writes_is_no_missing_concept(
+    package: KnowledgePackage,
+) -> None:
+    """ "posso" and "colocar" appear in no document: they are the question's wording, not a
+    concept the knowledge lacks ("quantas fotos posso colocar em um anúncio?" was declined
+    on a help center that writes "adicionar"); "aprendiz", a noun, still is one."""
+    state = searched_state(package, "posso colocar o aprendiz nas férias?")
+    assert {"poss", "coloc", "aprendiz"} <= set(state.lexical_result().confidence.unknown_terms)
+    assert _unknown_concepts(state) == ["aprendiz"]
+    analyzer = package.view(None).analyzer
+    assert verb_stems(analyzer, ["colocar", "enviando", "fotos", "aprendiz"]) == frozenset(
+        analyzer.terms("colocar enviando")
+    )
+    assert set(analyzer.terms("posso quantas")) <= ClosedClasses.of(analyzer).modal

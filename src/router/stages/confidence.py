@@ -30,6 +30,7 @@ from router.package.format.postings import Postings
 from router.package.view import PackageView
 from router.ranking.bm25 import bm25_method, max_impact, query_lists, rarest_idf, specificity
 from router.results import Assessment, LexicalConfidence
+from router.support.question_frame import ClosedClasses, verb_stems
 
 if TYPE_CHECKING:
     from router.package.stores.shards import Loaded
@@ -120,17 +121,19 @@ def _specific_signals(
 
 
 def _concepts(package: PackageView, distinct: Sequence[str]) -> list[str]:
-    """The question's terms that name something, without two kinds of term the view does not
+    """The question's terms that name something, without three kinds of term the view does not
     know that count for neither side: a value the caller supplies (a term with a digit: an order
-    number, an amount, a date, "pedido 48213", "R$ 500"), and a compound's own spelling, which
+    number, an amount, a date, "pedido 48213", "R$ 500"), a compound's own spelling, which
     the analyzer adds beside its parts ("leuko-reduced" and "leuko", "reduc"; "nr-22", "nr22"
-    and "nr", "22"): its parts carry the concept, and one of them unknown is missing."""
+    and "nr", "22"): its parts carry the concept, and one of them unknown is missing; and the
+    question's modal verbs and quantity words ("posso", "quantas": ``MODAL_WORDS``)."""
     compounds = {t for t in distinct if "-" in t}
     spellings = compounds | {t.replace("-", "") for t in compounds}
+    modal = package.derive("question_frame", lambda v: ClosedClasses.of(v.analyzer)).modal
     return [
         t
         for t in distinct
-        if package.knows(t) or not (any(c.isdigit() for c in t) or t in spellings)
+        if package.knows(t) or not (any(c.isdigit() for c in t) or t in spellings or t in modal)
     ]
 
 
@@ -251,10 +254,13 @@ def _lacks_its_concept(state: QueryState, confidence: LexicalConfidence) -> bool
 
 
 def _unknown_concepts(state: QueryState) -> list[str]:
-    """The question's concepts (``_concepts``) no section in view holds."""
+    """The question's concepts (``_concepts``) no section in view holds, but its verbs in the
+    infinitive or gerund: "quantas fotos posso *colocar*?" — a help center that writes
+    "adicionar" lacks the verb, not the thing asked about (``verb_stems``)."""
     lexical = state.lexical_result()
     concepts = set(_concepts(state.package, list(dict.fromkeys(lexical.terms))))
-    return [t for t in lexical.confidence.unknown_terms if t in concepts]
+    verbs = verb_stems(state.package.analyzer, state.features.words)
+    return [t for t in lexical.confidence.unknown_terms if t in concepts and t not in verbs]
 
 
 def _needs_missing_context(state: QueryState) -> bool:

@@ -77,6 +77,11 @@ _IMPERATIVES = frozenset(
         "preencha",
         "salve",
         "duplique",
+        "pause",
+        "publique",
+        "arquive",
+        "reembolse",
+        "estorne",
     ]
 )
 _ACTION_INFINITIVES = frozenset(
@@ -128,6 +133,11 @@ _ACTION_INFINITIVES = frozenset(
         "designar",
         "transferir",
         "anexar",
+        "pausar",
+        "publicar",
+        "arquivar",
+        "reembolsar",
+        "estornar",
         "submeter",
         "solicitar",
         "preencher",

@@ -23,11 +23,13 @@ from router.analysis.analyzer import Analyzer
 
 __all__ = [
     "FRAME_WORDS",
+    "MODAL_WORDS",
     "UI_NOUNS",
     "ClosedClasses",
     "QuestionFrame",
     "asked_focus",
     "frame_question",
+    "verb_stems",
 ]
 
 FRAME_WORDS: dict[str, str] = {
@@ -52,6 +54,18 @@ UI_NOUNS: dict[str, str] = {
 """What a deictic question may point at on screen: naming one names no subject yet."""
 
 
+MODAL_WORDS: dict[str, str] = {
+    "portuguese": (
+        "quanto quanta quantos quantas posso pode podem podemos devo deve devem preciso precisa "
+        "precisam consigo consegue quero queria gostaria pra"
+    ),
+    "english": "many much can could should must need want",
+}
+"""The modal verbs and quantity interrogatives of a question: searched with (they can match the
+knowledge's own "precisa", "pode"), but never a concept the knowledge lacks — a help center
+never writes "posso", and "quantas fotos posso colocar?" is not about something it lacks."""
+
+
 @dataclass(frozen=True)
 class QuestionFrame:
     """The terms to search with, and whether the question names nothing but the screen."""
@@ -69,10 +83,15 @@ class ClosedClasses:
 
     frame: frozenset[str]
     on_screen: frozenset[str]
+    modal: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, analyzer: Analyzer) -> ClosedClasses:
-        return cls(_stems(analyzer, FRAME_WORDS), _stems(analyzer, UI_NOUNS))
+        return cls(
+            _stems(analyzer, FRAME_WORDS),
+            _stems(analyzer, UI_NOUNS),
+            _stems(analyzer, MODAL_WORDS),
+        )
 
 
 def _stems(analyzer: Analyzer, table: dict[str, str]) -> frozenset[str]:
@@ -119,3 +138,24 @@ def asked_focus(analyzer: Analyzer, folded: str) -> str | None:
         return None
     terms = analyzer.terms(found.group(1))
     return terms[0] if terms else None
+
+
+_VERB_FORMS = {
+    "portuguese": re.compile(r"[^\W\d_]{2,}(?:ar|er|ir|ando|endo|indo)"),
+    "english": re.compile(r"[^\W\d_]{3,}ing"),
+}
+"""Infinitives and gerunds, by their endings: in a question they say what the asker wants to
+do; the thing asked about is a noun."""
+
+
+def verb_stems(analyzer: Analyzer, words: Sequence[str]) -> frozenset[str]:
+    """The stems of the question's words that read as infinitives or gerunds ("colocar",
+    "enviando"), for the concept check: an unknown verb is a wording the knowledge does not use,
+    not a concept it lacks (a noun ending like a verb, "lugar", is rare in a question's
+    concept; "estagiário", "aprendiz", "seguro-desemprego" are nouns)."""
+    pattern = _VERB_FORMS.get(analyzer.config.language)
+    if pattern is None:
+        return frozenset()
+    return frozenset(
+        stem for word in words if pattern.fullmatch(word) for stem in analyzer.terms(word)
+    )
