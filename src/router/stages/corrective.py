@@ -26,6 +26,7 @@ from router.support.expansion import (
     SynonymIndex,
     expand_terms,
     repair_candidates,
+    repair_reach,
     stem_corrections,
     surface_stems,
 )
@@ -60,25 +61,28 @@ async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexRe
     typos the stems repair never spends reads or probes on its words. The repair is bounded
     (``RepairLimits``: words, spellings checked, the deadline) and a retry starts only while
     the budget lasts; the trace says ``truncated`` when a bound left words unrepaired,
-    ``budget_exceeded`` when the deadline stopped the stage."""
+    ``budget_exceeded`` when the deadline stopped the stage. A question of mostly unknown words
+    is not repaired at all (``repair: skipped``): even corrected as far as the bounds allow, it
+    would cover under ``min_coverage`` of its terms (``reach``, ``repair_reach``) and abstain —
+    only the synonyms are tried."""
     budget, trace = state.config.budget, state.trace
     limits = RepairLimits(budget.max_repaired_words, budget.max_typo_probes, trace.deadline)
     reads = _Reads(state)
-    unknown = await unknown_words(reads)
-    # the stem level first (its corrections win); the surface words only for what it left
-    stems = repair_candidates(reads.state.package, lexical.terms, {}, limits)
-    await reads.terms(stems.terms())
-    fixed = stem_corrections(reads.state.package, stems.by_term)
-    left = {word: stem for word, stem in unknown.items() if stem not in fixed}
-    by_word = {} if limits.stopped else await _surface_candidates(reads.state, left, limits)
-    candidates = RepairCandidates(stems.by_term, by_word)
-    await reads.terms(candidates.terms())
+    reach = repair_reach(lexical.terms, lexical.confidence.unknown_terms, budget.max_repaired_words)
+    if reach < state.config.min_coverage:  # mostly unknown words: no repair could serve it
+        unknown: dict[str, str] = {}
+        candidates = RepairCandidates({}, {})
+        bounded: dict[str, object] = {"repair": "skipped", "reach": round(reach, 3)}
+    else:
+        unknown = await unknown_words(reads)
+        candidates = await _repair(reads, lexical, unknown, limits)
+        bounded = {}
     package = reads.state.package
     synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
     expansion = expand_terms(
         package, lexical.terms, candidates, synonyms, unknown, budget.max_expansion_terms
     )
-    bounded = _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
+    bounded |= _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
     if not expansion.changed:
         _record(state, limits, bounded, changed=False)
         return lexical, reads.found
@@ -111,6 +115,21 @@ async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexRe
         kept=best is not lexical,
     )
     return best, reads.found
+
+
+async def _repair(
+    reads: _Reads, lexical: Lexical, unknown: Mapping[str, str], limits: RepairLimits
+) -> RepairCandidates:
+    """The typo repair's candidates, their entries read: the stem level first (its corrections
+    win), then the surface words of the unknown words it left."""
+    stems = repair_candidates(reads.state.package, lexical.terms, {}, limits)
+    await reads.terms(stems.terms())
+    fixed = stem_corrections(reads.state.package, stems.by_term)
+    left = {word: stem for word, stem in unknown.items() if stem not in fixed}
+    by_word = {} if limits.stopped else await _surface_candidates(reads.state, left, limits)
+    candidates = RepairCandidates(stems.by_term, by_word)
+    await reads.terms(candidates.terms())
+    return candidates
 
 
 class _Reads:
