@@ -260,6 +260,26 @@ def test_a_question_of_mostly_unknown_words_is_not_repaired(
     assert probes[0] <= 4 * DEFAULT_MAX_QUERY_WORDS
 
 
+def test_the_synonyms_of_a_mostly_unknown_question_are_tried_only_if_they_could_serve_it(
+    package: KnowledgePackage,
+) -> None:
+    """Two synonym phrases among random words: the repair is skipped, and so is the synonym
+    retry when, all of them matched, the question would still be under ``min_coverage`` (with
+    the defaults, always when the repair is: ``max_expansion_terms`` ≤ 2 × ``max_repaired_words``);
+    one whose synonyms could lift it keeps its retry (no repair at all here, to show it)."""
+    hopeless = stages(ask(package, " ".join(["APR", "EPI", *words(40, seed=9, size=7)])))
+    corrective = hopeless["corrective"]
+    assert corrective["repair"] == corrective["synonym_retry"] == "skipped"
+    assert corrective["changed"] is False and "bm25_expanded" not in hopeless
+    no_repair = RouterConfig(budget=RetrievalBudget(max_repaired_words=0))
+    question = " ".join(["APR", "EPI", *words(8, seed=9, size=7)])
+    served = stages(ask(package, question, no_repair))
+    assert (
+        served["corrective"]["repair"] == "skipped" and "synonym_retry" not in served["corrective"]
+    )
+    assert served["corrective"]["changed"] is True and "bm25_expanded" in served
+
+
 def test_the_reach_of_a_repair_counts_what_the_bounds_let_it_correct() -> None:
     """Known terms, plus at most ``max_words`` stem-level and ``max_words`` surface corrections,
     over the question's distinct terms."""

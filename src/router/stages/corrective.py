@@ -21,6 +21,7 @@ from router.results import IndexReads, Lexical
 from router.stages.lexical import lexical_search
 from router.stages.terms import read_terms
 from router.support.expansion import (
+    Expansion,
     RepairCandidates,
     RepairLimits,
     SynonymIndex,
@@ -63,25 +64,13 @@ async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexRe
     the budget lasts; the trace says ``truncated`` when a bound left words unrepaired,
     ``budget_exceeded`` when the deadline stopped the stage. A question of mostly unknown words
     is not repaired at all (``repair: skipped``): even corrected as far as the bounds allow, it
-    would cover under ``min_coverage`` of its terms (``reach``, ``repair_reach``) and abstain —
-    only the synonyms are tried."""
+    would cover under ``min_coverage`` of its terms (``reach``, ``repair_reach``) and abstain;
+    nor are its synonyms tried unless, all matched, they could lift it there (``synonym_retry:
+    skipped``)."""
     budget, trace = state.config.budget, state.trace
     limits = RepairLimits(budget.max_repaired_words, budget.max_typo_probes, trace.deadline)
     reads = _Reads(state)
-    reach = repair_reach(lexical.terms, lexical.confidence.unknown_terms, budget.max_repaired_words)
-    if reach < state.config.min_coverage:  # mostly unknown words: no repair could serve it
-        unknown: dict[str, str] = {}
-        candidates = RepairCandidates({}, {})
-        bounded: dict[str, object] = {"repair": "skipped", "reach": round(reach, 3)}
-    else:
-        unknown = await unknown_words(reads)
-        candidates = await _repair(reads, lexical, unknown, limits)
-        bounded = {}
-    package = reads.state.package
-    synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
-    expansion = expand_terms(
-        package, lexical.terms, candidates, synonyms, unknown, budget.max_expansion_terms
-    )
+    expansion, bounded = await _expansion(reads, lexical, limits)
     bounded |= _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
     if not expansion.changed:
         _record(state, limits, bounded, changed=False)
@@ -115,6 +104,35 @@ async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexRe
         kept=best is not lexical,
     )
     return best, reads.found
+
+
+async def _expansion(
+    reads: _Reads, lexical: Lexical, limits: RepairLimits
+) -> tuple[Expansion, dict[str, object]]:
+    """The corrections and synonyms to try, and what the trace says of the ones left out: a
+    question of mostly unknown words (``repair_reach`` under ``min_coverage``) is not repaired,
+    and its synonyms are left out too when even they could not lift it there."""
+    config = reads.state.config
+    max_words, max_synonyms = config.budget.max_repaired_words, config.budget.max_expansion_terms
+    unknown_terms = lexical.confidence.unknown_terms
+    reach = repair_reach(lexical.terms, unknown_terms, max_words)
+    skipped: dict[str, object] = {}
+    if reach < config.min_coverage:  # no repair could make it answerable: spend nothing on it
+        unknown: dict[str, str] = {}
+        candidates = RepairCandidates({}, {})
+        skipped = {"repair": "skipped", "reach": round(reach, 3)}
+    else:
+        unknown = await unknown_words(reads)
+        candidates = await _repair(reads, lexical, unknown, limits)
+    package = reads.state.package
+    synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
+    expansion = expand_terms(package, lexical.terms, candidates, synonyms, unknown, max_synonyms)
+    if skipped and expansion.synonyms:
+        with_synonyms = repair_reach([*lexical.terms, *expansion.synonyms], unknown_terms, 0)
+        if with_synonyms < config.min_coverage:
+            skipped["synonym_retry"] = "skipped"
+            expansion = Expansion(list(lexical.terms))
+    return expansion, skipped
 
 
 async def _repair(
