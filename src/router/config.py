@@ -155,7 +155,11 @@ every later stage (term reads, BM25, keyword phrases, typo repair) grows with th
 DEFAULT_MAX_REPAIRED_WORDS = 4
 """Unknown terms (and, apart, unknown surface words) of one question whose one-edit spellings
 the typo repair generates, in question order: a misspelled question has one to three (the
-golden set's most, 2)."""
+golden set's most, 2). With ``min_coverage`` it also decides which questions are not repaired at
+all: those whose known terms plus these 2 × 4 corrections would still cover under
+``min_coverage`` of the question (``support.expansion.repair_reach``: over 16 distinct terms,
+mostly unknown — 60 random or misspelt words, issue 31), which would abstain whatever the
+repair found; no golden or helpdesk-pt question is one."""
 DEFAULT_MAX_TYPO_PROBES = 2_500
 """Candidate spellings of one question checked against the partitions' Bloom filters (~3 µs
 each in CPython, a Worker's about twice that; a 10-letter word has ~550): the golden set's

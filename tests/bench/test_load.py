@@ -8,7 +8,15 @@ import random
 from pathlib import Path
 
 import pytest
-from bench.load import ATTACK_KINDS, attack_query, golden_asks, main, vocabulary
+from bench.load import (
+    ATTACK_KINDS,
+    QUESTION_KINDS,
+    QUESTION_WORDS,
+    attack_query,
+    golden_asks,
+    main,
+    vocabulary,
+)
 
 from router.adapters.local.state import LocalState
 from router.contract import MAX_QUERY_CHARS, QueryRequest
@@ -22,6 +30,16 @@ def test_attack_requests_are_within_the_limits_and_never_repeat(kind: str) -> No
     for query in (first, second):
         assert MAX_QUERY_CHARS - 20 <= len(query) <= MAX_QUERY_CHARS
         QueryRequest(query=query)  # valid: the server does the work, not a 422
+
+
+@pytest.mark.parametrize("kind", QUESTION_KINDS)
+def test_question_attacks_are_60_new_words(kind: str) -> None:
+    rng, words = random.Random(1), vocabulary()
+    first, second = attack_query(kind, rng, words), attack_query(kind, rng, words)
+    assert first != second
+    for query in (first, second):
+        assert len(query.split()) == QUESTION_WORDS and len(query) <= MAX_QUERY_CHARS
+        QueryRequest(query=query)
 
 
 def test_golden_questions_carry_their_tenant() -> None:

@@ -11,7 +11,7 @@ import pytest
 from router.compile.build import BuildResult
 from router.contract import QueryRequest
 from router.errors import PackageFormatError
-from router.package.format.bloom import BloomFilter, encode_bloom
+from router.package.format.bloom import BloomFilter, _positions, encode_bloom
 from router.package.format.vocabulary import (
     VOCABULARY_NAME,
     KeywordEntry,
@@ -66,6 +66,20 @@ def test_the_filter_never_misses_a_term_and_rarely_admits_another() -> None:
     strangers -= set(WORDS)
     admitted = sum(word in bloom for word in strangers) / len(strangers)
     assert admitted < 0.02  # ≈ 0.8 % at 10 bits a term
+
+
+def test_a_probe_reads_the_bits_the_encoder_set() -> None:
+    """``__contains__`` walks the positions itself (stopping at the first clear bit): it answers
+    as every one of ``_positions`` being set would, for keys and strangers, at any size."""
+    rng = random.Random(3)
+    for count in (1, 7, 300):
+        keys = ["".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(count)]
+        blob = encode_bloom(keys, count)
+        bloom, size = BloomFilter(blob), len(blob) * 8
+        strangers = ["".join(rng.choices(string.ascii_lowercase + "çã", k=7)) for _ in range(3000)]
+        for key in keys + strangers:
+            expected = all(blob[p >> 3] >> (p & 7) & 1 for p in _positions(key, size))
+            assert (key in bloom) is expected
 
 
 def test_a_malformed_directory_or_a_misplaced_chunk_is_refused() -> None:

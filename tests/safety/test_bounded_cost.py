@@ -9,6 +9,7 @@ The figures (CPU and memory of the worst requests) are bench/worst_request.py's.
 from __future__ import annotations
 
 import random
+import re
 import string
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -47,13 +48,18 @@ from router.support.expansion import (
     RepairLimits,
     SynonymIndex,
     repair_candidates,
+    repair_reach,
 )
 from router.sync import run_sync
 from router.trace import NO_DEADLINE, WorkLimit
-from tests.common import TODAY
+from tests.common import KNOWLEDGE, TODAY
 
 TYPO_QUESTION = "certifcado de aprovasao do epi"  # two typos; weak until repaired
 """Repaired by the corrective stage: certifc → certific, aprovasa → aprov (golden set)."""
+KNOWN_WORDS = ["permissão", "trabalho", "altura", "equipamento", "treinamento", "certificado",
+               "validade", "aprovação", "inspeção", "emergência", "ancoragem", "incidente",
+               "acidente", "documento", "cadastro", "manutenção"]  # fmt: skip
+"""Sixteen words of the sample knowledge, each its own term."""
 
 
 class ManualClock:
@@ -216,16 +222,71 @@ def test_the_spellings_checked_stop_at_max_typo_probes(package: KnowledgePackage
 def test_a_hostile_question_checks_at_most_max_typo_probes_spellings(
     package: KnowledgePackage, probes: list[int]
 ) -> None:
-    """Forty long misspelled words: the whole request probes the Bloom filters at most
-    ``max_typo_probes`` times (plus the few of its own words), and the trace says so."""
-    question = " ".join(w[:-1] + "x" + w[-1] for w in words(40, seed=3, size=12))
+    """Sixteen known words and sixteen long misspelled ones (a repair could cover the question,
+    so it runs): the whole request probes the Bloom filters at most ``max_typo_probes`` times
+    (plus the few of its own words), and the trace says so."""
+    typos = [w[:-1] + "x" + w[-1] for w in words(16, seed=3, size=12)]
+    question = " ".join(w for pair in zip(KNOWN_WORDS, typos, strict=True) for w in pair)
     assert len(question) <= MAX_QUERY_CHARS
     probes[0] = 0
     response = ask(package, question)
     corrective = stages(response)["corrective"]
-    assert corrective["truncated"] is True
+    assert corrective["truncated"] is True and "repair" not in corrective
     assert corrective["typo_probes"] <= DEFAULT_MAX_TYPO_PROBES
     assert probes[0] <= DEFAULT_MAX_TYPO_PROBES + 4 * DEFAULT_MAX_QUERY_WORDS
+
+
+@pytest.mark.parametrize("kind", ["random", "misspelt"])
+def test_a_question_of_mostly_unknown_words_is_not_repaired(
+    package: KnowledgePackage, probes: list[int], kind: str
+) -> None:
+    """Sixty random or misspelt words (issue 31, finding 8): no repair could lift its coverage
+    to ``min_coverage``, so no spelling is generated — the whole request probes the filters no
+    more than its own words could (a few per word), not ``max_typo_probes`` — and the trace says
+    why (``repair: skipped`` and the coverage it could at most reach)."""
+    if kind == "random":
+        question = " ".join(words(60, seed=5, size=7))
+    else:  # two letters swapped in each of 60 words of the sample knowledge
+        corpus = sorted(set(re.findall(r"[a-zà-ÿ]{7,}", " ".join(
+            path.read_text(encoding="utf-8").lower() for path in KNOWLEDGE.rglob("*.md")
+        ))))  # fmt: skip
+        sample = random.Random(5).sample(corpus, 60)
+        question = " ".join(w[:2] + w[3] + w[2] + w[4:] for w in sample)
+    probes[0] = 0
+    corrective = stages(ask(package, question))["corrective"]
+    assert corrective["repair"] == "skipped"
+    assert corrective["reach"] < RouterConfig().min_coverage
+    assert "typo_probes" not in corrective and "corrections" not in corrective
+    assert probes[0] <= 4 * DEFAULT_MAX_QUERY_WORDS
+
+
+def test_the_synonyms_of_a_mostly_unknown_question_are_tried_only_if_they_could_serve_it(
+    package: KnowledgePackage,
+) -> None:
+    """Two synonym phrases among random words: the repair is skipped, and so is the synonym
+    retry when, all of them matched, the question would still be under ``min_coverage`` (with
+    the defaults, always when the repair is: ``max_expansion_terms`` ≤ 2 × ``max_repaired_words``);
+    one whose synonyms could lift it keeps its retry (no repair at all here, to show it)."""
+    hopeless = stages(ask(package, " ".join(["APR", "EPI", *words(40, seed=9, size=7)])))
+    corrective = hopeless["corrective"]
+    assert corrective["repair"] == corrective["synonym_retry"] == "skipped"
+    assert corrective["changed"] is False and "bm25_expanded" not in hopeless
+    no_repair = RouterConfig(budget=RetrievalBudget(max_repaired_words=0))
+    question = " ".join(["APR", "EPI", *words(8, seed=9, size=7)])
+    served = stages(ask(package, question, no_repair))
+    assert (
+        served["corrective"]["repair"] == "skipped" and "synonym_retry" not in served["corrective"]
+    )
+    assert served["corrective"]["changed"] is True and "bm25_expanded" in served
+
+
+def test_the_reach_of_a_repair_counts_what_the_bounds_let_it_correct() -> None:
+    """Known terms, plus at most ``max_words`` stem-level and ``max_words`` surface corrections,
+    over the question's distinct terms."""
+    assert repair_reach(["a", "b", "b", "c"], ["c"], 4) == 1.0
+    assert repair_reach(["a", "x", "y", "z"], ["x", "y", "z", "w"], 1) == 0.75
+    assert repair_reach([f"t{i}" for i in range(32)], [f"t{i}" for i in range(31)], 4) == 9 / 32
+    assert repair_reach([], [], 4) == 0.0
 
 
 def test_a_misspelled_question_is_still_repaired_within_the_bounds(

@@ -21,11 +21,13 @@ from router.results import IndexReads, Lexical
 from router.stages.lexical import lexical_search
 from router.stages.terms import read_terms
 from router.support.expansion import (
+    Expansion,
     RepairCandidates,
     RepairLimits,
     SynonymIndex,
     expand_terms,
     repair_candidates,
+    repair_reach,
     stem_corrections,
     surface_stems,
 )
@@ -60,25 +62,16 @@ async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexRe
     typos the stems repair never spends reads or probes on its words. The repair is bounded
     (``RepairLimits``: words, spellings checked, the deadline) and a retry starts only while
     the budget lasts; the trace says ``truncated`` when a bound left words unrepaired,
-    ``budget_exceeded`` when the deadline stopped the stage."""
+    ``budget_exceeded`` when the deadline stopped the stage. A question of mostly unknown words
+    is not repaired at all (``repair: skipped``): even corrected as far as the bounds allow, it
+    would cover under ``min_coverage`` of its terms (``reach``, ``repair_reach``) and abstain;
+    nor are its synonyms tried unless, all matched, they could lift it there (``synonym_retry:
+    skipped``)."""
     budget, trace = state.config.budget, state.trace
     limits = RepairLimits(budget.max_repaired_words, budget.max_typo_probes, trace.deadline)
     reads = _Reads(state)
-    unknown = await unknown_words(reads)
-    # the stem level first (its corrections win); the surface words only for what it left
-    stems = repair_candidates(reads.state.package, lexical.terms, {}, limits)
-    await reads.terms(stems.terms())
-    fixed = stem_corrections(reads.state.package, stems.by_term)
-    left = {word: stem for word, stem in unknown.items() if stem not in fixed}
-    by_word = {} if limits.stopped else await _surface_candidates(reads.state, left, limits)
-    candidates = RepairCandidates(stems.by_term, by_word)
-    await reads.terms(candidates.terms())
-    package = reads.state.package
-    synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
-    expansion = expand_terms(
-        package, lexical.terms, candidates, synonyms, unknown, budget.max_expansion_terms
-    )
-    bounded = _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
+    expansion, bounded = await _expansion(reads, lexical, limits)
+    bounded |= _bounds_reached(limits, len(expansion.synonyms) >= budget.max_expansion_terms)
     if not expansion.changed:
         _record(state, limits, bounded, changed=False)
         return lexical, reads.found
@@ -111,6 +104,50 @@ async def correct(state: QueryState, lexical: Lexical) -> tuple[Lexical, IndexRe
         kept=best is not lexical,
     )
     return best, reads.found
+
+
+async def _expansion(
+    reads: _Reads, lexical: Lexical, limits: RepairLimits
+) -> tuple[Expansion, dict[str, object]]:
+    """The corrections and synonyms to try, and what the trace says of the ones left out: a
+    question of mostly unknown words (``repair_reach`` under ``min_coverage``) is not repaired,
+    and its synonyms are left out too when even they could not lift it there."""
+    config = reads.state.config
+    max_words, max_synonyms = config.budget.max_repaired_words, config.budget.max_expansion_terms
+    unknown_terms = lexical.confidence.unknown_terms
+    reach = repair_reach(lexical.terms, unknown_terms, max_words)
+    skipped: dict[str, object] = {}
+    if reach < config.min_coverage:  # no repair could make it answerable: spend nothing on it
+        unknown: dict[str, str] = {}
+        candidates = RepairCandidates({}, {})
+        skipped = {"repair": "skipped", "reach": round(reach, 3)}
+    else:
+        unknown = await unknown_words(reads)
+        candidates = await _repair(reads, lexical, unknown, limits)
+    package = reads.state.package
+    synonyms: SynonymIndex = package.derive("synonyms", SynonymIndex)
+    expansion = expand_terms(package, lexical.terms, candidates, synonyms, unknown, max_synonyms)
+    if skipped and expansion.synonyms:
+        with_synonyms = repair_reach([*lexical.terms, *expansion.synonyms], unknown_terms, 0)
+        if with_synonyms < config.min_coverage:
+            skipped["synonym_retry"] = "skipped"
+            expansion = Expansion(list(lexical.terms))
+    return expansion, skipped
+
+
+async def _repair(
+    reads: _Reads, lexical: Lexical, unknown: Mapping[str, str], limits: RepairLimits
+) -> RepairCandidates:
+    """The typo repair's candidates, their entries read: the stem level first (its corrections
+    win), then the surface words of the unknown words it left."""
+    stems = repair_candidates(reads.state.package, lexical.terms, {}, limits)
+    await reads.terms(stems.terms())
+    fixed = stem_corrections(reads.state.package, stems.by_term)
+    left = {word: stem for word, stem in unknown.items() if stem not in fixed}
+    by_word = {} if limits.stopped else await _surface_candidates(reads.state, left, limits)
+    candidates = RepairCandidates(stems.by_term, by_word)
+    await reads.terms(candidates.terms())
+    return candidates
 
 
 class _Reads:

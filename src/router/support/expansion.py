@@ -12,6 +12,13 @@ question of 400 random words cost 1.3 s. ``RepairLimits`` bounds the words repai
 candidates kept per word (``MAX_CANDIDATES_PER_WORD``) and stops at the latency deadline; the
 synonyms added are bounded per group (``MAX_SYNONYMS_PER_GROUP``) and in all
 (``max_expansion_terms``). The corrective stage's trace says when a bound was reached.
+
+Why a question of mostly unknown words is not repaired at all (issue 31): those bounds still let
+each question of 60 random or misspelt words spend the whole probe budget (~15 ms of a Worker's
+CPU, most of what such a question costs), for nothing — correcting the few words the repair may
+take cannot make such a question answerable: its best section would still hold under
+``RouterConfig.min_coverage`` of its terms, and the question abstains. ``repair_reach`` is that
+ceiling, known before any spelling is generated.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ __all__ = [
     "SynonymIndex",
     "expand_terms",
     "repair_candidates",
+    "repair_reach",
     "stem_corrections",
     "surface_stems",
     "term_alphabet",
@@ -212,6 +220,20 @@ class RepairCandidates:
         """Every candidate: the terms to read before ``expand_terms`` chooses."""
         found = {c for group in self.by_term.values() for c in group}
         return found | {c for group in self.by_word.values() for c in group}
+
+
+def repair_reach(terms: Sequence[str], unknown: Iterable[str], max_words: int) -> float:
+    """The most of ``terms`` (distinct) a repair could make known: every known one, plus one
+    correction for each unknown term it may take — ``max_words`` at the stem level and
+    ``max_words`` words at the surface level (``RepairLimits.admit``, each level once). An
+    upper bound on the coverage of the corrected question: a correction that merges two terms
+    adds nothing, and a known term may still be missing from the best section. 0 for no terms.
+    """
+    distinct = set(terms)
+    if not distinct:
+        return 0.0
+    missing = len(distinct & set(unknown))
+    return (len(distinct) - missing + min(missing, 2 * max_words)) / len(distinct)
 
 
 def repair_candidates(
