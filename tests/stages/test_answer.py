@@ -10,6 +10,7 @@ import pytest
 
 from router.knowledge.model import Document, Section
 from router.package.reader import KnowledgePackage
+from router.ranking.bm25 import specificity
 from router.results import Assessment, Fused
 from router.safety.fields import field_flag
 from router.stages.answer import (
@@ -22,7 +23,6 @@ from router.stages.answer import (
     extractive_answer,
     format_value,
     named_fact,
-    specificity,
     supporting_sentence,
 )
 from router.stages.confidence import assess, unreadable

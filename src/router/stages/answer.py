@@ -11,7 +11,6 @@ retrieved.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -19,8 +18,8 @@ from typing import TYPE_CHECKING
 from router.analysis.analyzer import Analyzer
 from router.contract import AgentKnowledgeContext, Citation, Strategy
 from router.knowledge.model import Document, FactValue, Section
-from router.package.view import PackageView
 from router.ports import Generator
+from router.ranking.bm25 import specificity
 from router.safety.fields import fact_flagged, heading_flagged, title_flagged
 from router.safety.injection import sentence_flags
 from router.support.facts import FactMatch, fact_in_sentence, fact_terms, fits
@@ -50,7 +49,6 @@ __all__ = [
     "named_fact",
     "question_weights",
     "quotable",
-    "specificity",
     "supporting_sentence",
 ]
 
@@ -503,18 +501,6 @@ def question_weights(
         for term in set(package.analyzer.terms(package.documents[doc_index].title)):
             if term in weights and term != focus:
                 weights[term] *= TITLE_TERM_WEIGHT
-    return weights
-
-
-def specificity(package: PackageView, terms: Sequence[str]) -> dict[str, float]:
-    """Each query term's weight in choosing a sentence: its BM25 idf in the caller's view, so
-    the question's specific concept ("estagiário") outweighs its common words ("empresa",
-    "prazo"); a term the view does not know weighs as the rarest would."""
-    total = max(1, package.section_total)
-    weights = {}
-    for term in dict.fromkeys(terms):
-        df = package.document_frequency(term) if package.knows(term) else 0
-        weights[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
     return weights
 
 
