@@ -117,6 +117,9 @@ def test_the_report_is_the_operators_only_anonymous_access_on_or_off(
     gone = client.get("/eval/report.json", headers={"Authorization": f"Bearer {ADMIN}"})
     assert gone.status_code == 404 and gone.json()["error"]["code"] == "no_report"
     assert "kr eval" in gone.json()["error"]["message"]
+    report.write_bytes(b'{"name": "gold')  # a report cut short: a fault, never a 500
+    damaged = client.get("/eval/report.json", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert damaged.status_code == 503 and damaged.json()["error"]["code"] == "bad_report"
 
 
 def test_without_an_admin_token_the_report_is_off(

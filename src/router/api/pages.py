@@ -111,7 +111,12 @@ def _report(path: Path, authorize: Authorize) -> Callable[[Request], Awaitable[R
         except FileNotFoundError:
             return _error(404, "no_report", f"no evaluation report at {path}: run `kr eval` first")
         except (OSError, ValueError) as exc:
-            return _error(500, "bad_report", f"the evaluation report at {path}: {exc}")
+            # a damaged file is a backend fault: never a 500 (docs/security.md)
+            return _error(
+                503,
+                "bad_report",
+                f"the evaluation report at {path} is unreadable ({exc}): rerun `kr eval`",
+            )
         return JSONResponse(content, headers={"Cache-Control": "no-cache"})
 
     return report
