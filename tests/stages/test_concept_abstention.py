@@ -14,14 +14,13 @@ import dataclasses
 
 import pytest
 
-from router.compile.build import build_knowledge
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
-from router.package.reader import KnowledgePackage, load_package
+from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
 from router.stages.confidence import _unknown_concepts, assess
 from router.support.question_frame import ClosedClasses, verb_stems
-from tests.common import TODAY, write_doc
+from tests.common import TODAY, package_of
 from tests.stages.state import searched_state
 
 DOCS = {
@@ -78,11 +77,7 @@ ABSENT = "qual o prazo da empresa para o aprendiz?"  # same common words, an unk
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory: pytest.TempPathFactory) -> KnowledgePackage:
-    folder = tmp_path_factory.mktemp("hr-help-center")
-    for name, text in DOCS.items():
-        write_doc(folder, name, text)
-    files = build_knowledge(folder).package.files()
-    return load_package(files["manifest.json"], files.__getitem__)
+    return package_of(tmp_path_factory.mktemp("hr-help-center"), DOCS)
 
 
 def ask(package: KnowledgePackage, query: str, config: RouterConfig | None = None) -> QueryResponse:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from router.compile.build import build_knowledge
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
-from router.package.reader import KnowledgePackage, load_package
+from router.package.reader import KnowledgePackage
 from router.pipeline import run_query
-from tests.common import TODAY, write_doc
+from tests.common import TODAY, package_of
 
 DOCS = {
     "icamento.md": """---
@@ -64,11 +63,7 @@ a validade da inspeção no cartão verde do andaime.
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory: pytest.TempPathFactory) -> KnowledgePackage:
-    folder = tmp_path_factory.mktemp("competing-facts")
-    for name, text in DOCS.items():
-        write_doc(folder, name, text)
-    files = build_knowledge(folder).package.files()
-    return load_package(files["manifest.json"], files.__getitem__)
+    return package_of(tmp_path_factory.mktemp("competing-facts"), DOCS)
 
 
 def ask(package: KnowledgePackage, query: str, config: RouterConfig | None = None) -> QueryResponse:
