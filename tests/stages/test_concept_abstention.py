@@ -177,3 +177,18 @@ def test_a_verb_or_modal_the_knowledge_never_writes_is_no_missing_concept(
         analyzer.terms("colocar enviando")
     )
     assert set(analyzer.terms("posso quantas")) <= ClosedClasses.of(analyzer).modal
+
+
+def test_a_name_the_knowledge_never_mentions_is_a_missing_concept(
+    package: KnowledgePackage,
+) -> None:
+    """Everything but the name matches, specificity included ("jornada", "estagiário"): the
+    question is about the Acme company's interns, which this knowledge does not hold. The same
+    question without the name, or with a name it knows, is answered."""
+    named = ask(package, "qual a jornada do estagiário na Construtora Acme?")
+    assert named.trace["stages"]["confidence"]["specific_coverage"] >= (
+        RouterConfig().min_specific_coverage
+    )
+    assert named.abstained and named.abstention_reason and "acme" in named.abstention_reason
+    assert not ask(package, "qual a jornada do estagiário?").abstained
+    assert not ask(package, "qual a jornada do Estagiário?").abstained  # a name it knows

@@ -243,14 +243,28 @@ def _lacks_its_concept(state: QueryState, confidence: LexicalConfidence) -> bool
     section, or a vector match, may hold it); a question nothing of which matched is left to
     the vector evidence (ADR 0022: a paraphrase in words the knowledge never uses).
 
+    A name the view does not know (``_proper_names``) is missing whatever the specificity.
+
     Not for an action request ("pause o anúncio da camiseta azul"): beyond the action and its
     object it names the action's arguments (an item, a person, a day), which the knowledge is
     not expected to hold."""
     if state.features.potential_action or not confidence.matched_terms:
         return False
-    return bool(_unknown_concepts(state)) and (
-        confidence.specific_coverage < state.config.min_specific_coverage
-    )
+    unknown = _unknown_concepts(state)
+    if set(unknown) & _proper_names(state):
+        return True  # a name the knowledge in view never mentions: "a Brigada *Alfa*"
+    return bool(unknown) and confidence.specific_coverage < state.config.min_specific_coverage
+
+
+def _proper_names(state: QueryState) -> set[str]:
+    """Stems of the question's capitalised words past its first ("qual é o ramal da Brigada
+    Alfa?"): a name. When the view knows no section holding it, the question is about
+    something this knowledge — or this caller's part of it — does not have, however much of the
+    rest matches (another tenant's brigade, a product of another company)."""
+    words = state.query.text.split()[1:]
+    named = [w.strip("?!.,;:()\"'") for w in words]
+    named = [w for w in named if w[:1].isupper() and not w.isupper()]
+    return set(state.package.analyzer.terms(" ".join(named))) if named else set()
 
 
 def _unknown_concepts(state: QueryState) -> list[str]:
