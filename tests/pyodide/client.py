@@ -103,6 +103,7 @@ class WorkerResponse:
     body: str
     ms: float
     wait_until: int = 0
+    schedule: dict[str, Any] | None = None  # the binding calls, with ``record_calls`` on
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -114,7 +115,8 @@ class PyodideHost:
 
     ``persist_to`` is wrangler's ``--persist-to`` folder (apply the D1 migrations there first);
     ``vectorize`` configures the Vectorize fake (``dimensions``, ``metadataIndexes``); ``vars``
-    adds Worker variables; ``log`` receives the host's stderr (Pyodide and wrangler output).
+    adds Worker variables; ``log`` receives the host's stderr (Pyodide and wrangler output);
+    ``record_calls`` makes each response carry its binding calls (``schedule``, host.mjs).
     """
 
     persist_to: Path
@@ -123,6 +125,7 @@ class PyodideHost:
     vars: dict[str, str] = field(default_factory=dict)
     src: Path | None = None
     environment: str | None = None
+    record_calls: bool = False
     ready: dict[str, Any] = field(default_factory=dict)
     _process: subprocess.Popen[str] | None = field(default=None, init=False, repr=False)
     _lines: queue.Queue[str | None] = field(default_factory=queue.Queue, init=False, repr=False)
@@ -137,6 +140,8 @@ class PyodideHost:
             config["src"] = str(self.src)
         if self.environment is not None:
             config["environment"] = self.environment
+        if self.record_calls:
+            config["recordCalls"] = True
         self.log.parent.mkdir(parents=True, exist_ok=True)
         log = self.log.open("w", encoding="utf-8")
         self._process = subprocess.Popen(
@@ -211,6 +216,7 @@ class PyodideHost:
             body=answer["body"],
             ms=answer["ms"],
             wait_until=answer.get("wait_until", 0),
+            schedule=answer.get("schedule"),
         )
 
     def publish(self, directory: Path, activate: bool = True) -> dict[str, Any]:
@@ -222,13 +228,22 @@ class PyodideHost:
         return self.command("store_unverified", dir=str(directory), version=version)
 
     def bulk_store(
-        self, directory: Path, version: str, records: Path | None, timeout: float = 7200.0
+        self,
+        directory: Path,
+        version: str,
+        records: Path | None,
+        timeout: float = 7200.0,
+        keys: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Store a benchmark-size package from JS, many puts at a time (no checks), with the
-        document records of ``records`` (JSONL) in D1, and activate ``version``."""
+        document records of ``records`` (JSONL) in D1, and activate ``version``; ``keys``
+        (file name → blob key) stores each file where the publisher would (else every file
+        under ``packages/<version>/``)."""
         fields: dict[str, Any] = {"dir": str(directory), "version": version}
         if records is not None:
             fields["records"] = str(records)
+        if keys is not None:
+            fields["keys"] = keys
         return self.command("bulk_store", timeout=timeout, **fields)
 
     def python(self, code: str) -> Any:

@@ -10,17 +10,18 @@
 //
 // Usage:  node tests/pyodide/host.mjs '<config JSON>'
 //   config: {persistTo, wheels?, src?, configPath?, environment?, mainModule?,
-//            vectorize?: {dimensions, metadataIndexes?}, ai?: {embeddingModels?}, vars?: {..}}
+//            vectorize?: {dimensions, metadataIndexes?}, ai?: {embeddingModels?}, vars?: {..},
+//            recordCalls?: true (each fetch answer carries the request's binding calls)}
 //   Bindings and compatibility flags are read from the wrangler configuration.
 //   persistTo is the folder given to `wrangler ... --local --persist-to` (state under v3/).
 //
 // Protocol: one JSON object per line on stdin, one JSON answer per line on stdout (everything
 // else is written to stderr). First line out: {"ready": true, "timings": {...}, "heap_bytes"}.
 //   {"cmd": "fetch", "method", "path", "headers"?, "body"?}
-//        → {"status", "headers", "body", "ms", "wait_until"}
+//        → {"status", "headers", "body", "ms", "wait_until", "schedule"? (recordCalls)}
 //   {"cmd": "publish", "dir", "activate"?}       → {"version", "vectors", "ms"}   (from Pyodide)
 //   {"cmd": "store_unverified", "dir", "version"} → write blobs as-is and activate (no checks)
-//   {"cmd": "bulk_store", "dir", "version", "records"?, "concurrency"?}
+//   {"cmd": "bulk_store", "dir", "version", "records"?, "keys"?, "concurrency"?}
 //        → {"files", "bytes", "records", "ms"}: benchmark-size packages, from JS (below)
 //   {"cmd": "scheduled", "cron"?}                 → {"ms", "stdout": [lines the handler printed]}
 //   {"cmd": "python", "code"}                     → {"result"}  (code sets `result`; `env` in scope)
@@ -65,17 +66,178 @@ const { Ai } = await import("./fake_ai.mjs");
 
 // The SDK's _EnvWrapper wraps a binding in _BindingWrapper (argument/result conversion) only when
 // its JS class name is one workerd uses; wrangler's proxies are anonymous, so give them the name.
-function asBinding(className, inner) {
+function asBinding(className, inner, name) {
   const cls = { [className]: class {} }[className];
   return new Proxy(new cls(), {
     get(_target, prop) {
       if (prop === "constructor") return cls;
       if (prop === "then") return undefined;
-      const value = inner[prop];
-      return typeof value === "function" ? value.bind(inner) : value;
+      const value = inHost(() => inner[prop]);
+      if (typeof value !== "function") return value;
+      return recordCalls ? recorded(name, className, prop, value.bind(inner)) : value.bind(inner);
     },
     has(_target, prop) {
       return prop === "constructor" || prop in inner;
+    },
+  });
+}
+
+// --- the call recorder (config.recordCalls; bench/edge_model.py) -------------------------------
+//
+// Per request, every binding call: its binding, class, operation, key (an R2/KV key, the SQL of a
+// D1 statement), when it was issued and when its promise settled (ms since the request began),
+// the bytes it returned, and the main thread's CPU time (µs) at each of those moments, so the CPU the isolate spent between two of them is known. R2 bodies read after a
+// `get` (`arrayBuffer`, `text`, `json`) are recorded as "body" calls of their own.
+
+const recordCalls = Boolean(config.recordCalls);
+let schedule = null; // {events: [...]} while a request is being recorded
+let nextCall = 0;
+const rawStatement = new WeakMap(); // a wrapped D1 statement → wrangler's own (for batch)
+
+// The main thread's CPU (Node ≥ 23.9): the isolate's work and the JS around it, not wrangler's
+// worker threads or the garbage collector's helpers (process.cpuUsage counts those too).
+function cpuMicros() {
+  const usage = process.threadCpuUsage?.() ?? process.cpuUsage();
+  return usage.user + usage.system;
+}
+
+// CPU spent inside wrangler's local proxies (a property read or a prepare/bind is a synchronous
+// round trip to workerd there; an issue serializes the call): the host's, not the isolate's.
+function inHost(run) {
+  if (!schedule) return run();
+  const before = cpuMicros();
+  try {
+    return run();
+  } finally {
+    if (schedule) schedule.host_us += cpuMicros() - before;
+  }
+}
+
+function note(event) {
+  if (!schedule) return;
+  event.t = performance.now() - schedule.began;
+  event.cpu = cpuMicros() - schedule.cpu0;
+  event.host = schedule.host_us;
+  if (schedule.ended) event.after_response = true;
+  schedule.events.push(event);
+}
+
+function sizeOf(value) {
+  if (value === null || value === undefined) return 0;
+  if (typeof value === "string") return Buffer.byteLength(value);
+  if (value instanceof ArrayBuffer) return value.byteLength;
+  if (ArrayBuffer.isView(value)) return value.byteLength;
+  if (typeof value === "object" && typeof value.arrayBuffer === "function" && "size" in value) return 0;
+  try {
+    return Buffer.byteLength(JSON.stringify(value) ?? "");
+  } catch {
+    return 0;
+  }
+}
+
+function keyOf(op, args) {
+  const first = args[0];
+  if (typeof first === "string") return first.slice(0, 300);
+  if (op === "batch" && Array.isArray(first)) return `batch of ${first.length}`;
+  if (first && typeof first === "object" && typeof first.prefix === "string") return first.prefix;
+  return null;
+}
+
+// A result worth following: an R2 object with a body, or a D1 statement (prepare/bind).
+function follow(name, className, value, key) {
+  if (!value || typeof value !== "object") return value;
+  if (typeof value.arrayBuffer === "function" && "size" in value) {
+    return followBody(name, className, value, key);
+  }
+  if (typeof value.bind === "function" && typeof value.all === "function") {
+    const wrapped = new Proxy(value, {
+      get(target, prop) {
+        const member = inHost(() => target[prop]);
+        if (typeof member !== "function" || prop === "constructor") return member;
+        const bound = member.bind(target);
+        if (prop === "bind") return (...args) => follow(name, className, inHost(() => bound(...args)), key);
+        return recorded(name, className, prop, bound, key);
+      },
+    });
+    rawStatement.set(wrapped, rawStatement.get(value) ?? value);
+    return wrapped;
+  }
+  return value;
+}
+
+function followBody(name, className, object, key) {
+  return new Proxy(object, {
+    get(target, prop) {
+      const member = inHost(() => target[prop]);
+      if (typeof member !== "function" || prop === "constructor") return member;
+      if (!["arrayBuffer", "text", "json", "blob", "bytes"].includes(prop)) return member.bind(target);
+      return (...args) => {
+        const id = nextCall++;
+        note({ kind: "issue", id, binding: name, cls: className, op: `body.${prop}`, key, body: true });
+        return Promise.resolve(inHost(() => member.apply(target, args))).then(
+          (result) => {
+            note({ kind: "settle", id, bytes: sizeOf(result) });
+            return result;
+          },
+          (error) => {
+            note({ kind: "settle", id, bytes: 0, error: true });
+            throw error;
+          },
+        );
+      };
+    },
+  });
+}
+
+function recorded(name, className, op, call, statementKey = null) {
+  return (...args) => {
+    if (!schedule) return follow(name, className, call(...args), statementKey);
+    if (op === "batch" && Array.isArray(args[0])) {
+      args = [args[0].map((statement) => rawStatement.get(statement) ?? statement), ...args.slice(1)];
+    }
+    const key = statementKey ?? keyOf(op, args);
+    if (op === "prepare") return follow(name, className, inHost(() => call(...args)), key);
+    const id = nextCall++;
+    const options = args[1];
+    const range = Boolean(
+      options && typeof options === "object" && (options instanceof Map ? options.has("range") : "range" in options),
+    );
+    note({ kind: "issue", id, binding: name, cls: className, op, key, ...(range ? { range } : {}) });
+    let result;
+    try {
+      result = inHost(() => call(...args));
+    } catch (error) {
+      note({ kind: "settle", id, bytes: 0, error: true });
+      throw error;
+    }
+    if (!result || typeof result.then !== "function") {
+      note({ kind: "settle", id, bytes: sizeOf(result), sync: true });
+      return follow(name, className, result, key);
+    }
+    return result.then(
+      (value) => {
+        // an R2 object: the headers have arrived, its body is read by a "body" call
+        const headersOnly = Boolean(value && typeof value === "object" && "size" in value && typeof value.arrayBuffer === "function");
+        const bytes = headersOnly ? Number(value.size) : sizeOf(value);
+        note({ kind: "settle", id, bytes, ...(headersOnly ? { headers_only: true } : {}) });
+        return follow(name, className, value, key);
+      },
+      (error) => {
+        note({ kind: "settle", id, bytes: 0, error: true });
+        throw error;
+      },
+    );
+  };
+}
+
+// Vectorize and Workers AI are local fakes with their own classes: record their calls too.
+function recordedFake(name, className, instance) {
+  if (!recordCalls) return instance;
+  return new Proxy(instance, {
+    get(target, prop) {
+      const member = target[prop];
+      if (typeof member !== "function" || prop === "constructor") return member;
+      return recorded(name, className, prop, member.bind(target));
     },
   });
 }
@@ -106,19 +268,20 @@ process.on("uncaughtException", (error) => {
 // Binding names and kinds come from the wrangler configuration (the same file deploy reads).
 const wranglerConfig = unstable_readConfig({ config: configPath, env: config.environment });
 const env = { ...proxy.env };
-for (const { binding } of wranglerConfig.kv_namespaces ?? []) env[binding] = asBinding("KvNamespace", proxy.env[binding]);
-for (const { binding } of wranglerConfig.r2_buckets ?? []) env[binding] = asBinding("R2Bucket", proxy.env[binding]);
-for (const { binding } of wranglerConfig.d1_databases ?? []) env[binding] = asBinding("D1Database", proxy.env[binding]);
+for (const { binding } of wranglerConfig.kv_namespaces ?? []) env[binding] = asBinding("KvNamespace", proxy.env[binding], binding);
+for (const { binding } of wranglerConfig.r2_buckets ?? []) env[binding] = asBinding("R2Bucket", proxy.env[binding], binding);
+for (const { binding } of wranglerConfig.d1_databases ?? []) env[binding] = asBinding("D1Database", proxy.env[binding], binding);
 // Vectorize and Workers AI are remote-only in wrangler: each such binding gets a local fake.
 const vectorizes = {};
 for (const { binding } of wranglerConfig.vectorize ?? []) {
-  env[binding] = vectorizes[binding] = new VectorizeIndexImpl({
+  vectorizes[binding] = new VectorizeIndexImpl({
     dimensions: config.vectorize?.dimensions ?? 384,
     metadataIndexes: config.vectorize?.metadataIndexes ?? null,
   });
+  env[binding] = recordedFake(binding, "VectorizeIndexImpl", vectorizes[binding]);
 }
 const ai = new Ai(config.ai ?? {});
-if (wranglerConfig.ai?.binding) env[wranglerConfig.ai.binding] = ai;
+if (wranglerConfig.ai?.binding) env[wranglerConfig.ai.binding] = recordedFake(wranglerConfig.ai.binding, "Ai", ai);
 // Test-only variables on top of the configuration's [vars] (e.g. KR_ACTIVE_VERSION_TTL_S).
 Object.assign(env, config.vars ?? {});
 
@@ -234,6 +397,8 @@ async function doFetch(msg) {
   return withContext(async (ctx, pending) => {
     const request = new Request(url, init);
     const began = performance.now();
+    const recording = recordCalls ? { began, cpu0: cpuMicros(), host_us: 0, events: [], ended: false } : null;
+    schedule = recording;
     const instance = harness.new_instance(ctx, env);
     let response;
     try {
@@ -243,16 +408,32 @@ async function doFetch(msg) {
     }
     const body = await response.text();
     const ms = performance.now() - began;
+    if (recording) {
+      recording.end_ms = ms;
+      recording.end_cpu_us = cpuMicros() - recording.cpu0;
+      recording.end_host_us = recording.host_us;
+      recording.ended = true;
+    }
     const waited = pending.length;
     await Promise.allSettled(pending);
+    schedule = null;
     requests++;
-    return {
+    const answer = {
       status: response.status,
       headers: Object.fromEntries(response.headers),
       body,
       ms,
       wait_until: waited,
     };
+    if (recording) {
+      answer.schedule = {
+        events: recording.events,
+        end_ms: recording.end_ms,
+        end_cpu_us: recording.end_cpu_us,
+        end_host_us: recording.end_host_us,
+      };
+    }
+    return answer;
   });
 }
 
@@ -293,7 +474,10 @@ function writePackageIntoFs(dir) {
 // took ≈ 10 min for 8,500 files. The blobs go into R2 as they are, the D1 version row and the
 // document records (a JSONL file of {partition_key, doc_index, record}) into D1, then the KV
 // activation — what `kr publish` leaves behind, minus its checks (the tests cover those).
-async function bulkStore({ dir, version, records, concurrency = 32 }) {
+// `keys` ({file name: blob key}, optional) stores each file where the product's publisher would
+// (router.package.version.layout.package_key: lazily read files under packages/_objects/);
+// without it every file goes under packages/<version>/ (the layout before shared objects).
+async function bulkStore({ dir, version, records, keys, concurrency = 32 }) {
   const started = performance.now();
   const bucket = proxy.env[wranglerConfig.r2_buckets[0].binding];
   const names = fs.readdirSync(dir).filter((name) => fs.statSync(path.join(dir, name)).isFile());
@@ -304,7 +488,7 @@ async function bulkStore({ dir, version, records, concurrency = 32 }) {
       const name = names[next++];
       const data = fs.readFileSync(path.join(dir, name));
       bytes += data.length;
-      await bucket.put(`packages/${version}/${name}`, new Uint8Array(data));
+      await bucket.put(keys?.[name] ?? `packages/${version}/${name}`, new Uint8Array(data));
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker));
