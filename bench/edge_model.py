@@ -1,0 +1,552 @@
+"""An edge cost model from real runs (issue 32, item 1): the Worker's binding calls, recorded in
+Pyodide, replayed under published Cloudflare latencies.
+
+    python bench/edge_model.py --sections 10000 [--scenario typical|pessimistic] [--reuse-build]
+        [--json] [--queries N] [--fresh N] [--root /work/synthetic] [--replay-only] [--all]
+
+The recording: the real ``src/entry.py`` in Pyodide (tests/pyodide/host.mjs with
+``recordCalls``) over wrangler's local KV/R2/D1, the package of ``bench/scale.py`` (the corpus of
+``synthetic_corpus.py`` under ``ROOT/scale-N/``, built into ``ROOT/scale-N-work/package``;
+``--reuse-build`` takes the package already there). Each request carries its schedule: every
+binding call (binding, class, operation, key, bytes, when it was issued and when it settled,
+ms since the request began) and the process CPU time at each of those moments. ``--fresh N``
+hosts each answer one query as their first request (after the app import, ``GET
+/v1/metrics``), then one more host answers the other queries in order: its first is one more
+fresh sample, the rest are the warm isolate. The schedules are kept in
+``ROOT/scale-N-work/edge_schedules.json`` (``--replay-only`` replays them again).
+
+The replay (``replay``): the isolate is one thread. Between two recorded events it spent the
+CPU time measured between them; a call issued at modelled time ``T`` settles at ``T`` plus its
+modelled latency (a round trip by binding, operation and colo state, plus its bytes over the
+scenario's throughput), and not before a connection is free when the binding counts against the
+six simultaneous connections of a Worker invocation; when the recording shows the isolate
+resuming on a call's settlement, the model waits for that settlement. Calls settled in the
+recording are consumed in the recorded order (so a reordering that real latencies would allow is
+not credited: the model is pessimistic there). The sequential round trips are the longest chain
+of calls each issued after the previous one settled.
+
+States: ``fresh`` = a new isolate on a cold colo (app import + the first query, which loads the
+package); ``cold_colo`` = a warm isolate whose every binding read misses the colo's caches;
+``warm`` = a warm isolate on a warm colo (KV reads are hot; R2, D1, Vectorize and Workers AI have
+no colo cache on the code's path, which reads R2 directly and uses no Cache API). The latency
+figures and their sources: ``SCENARIOS`` (the table in bench/README.md, "An edge cost model").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+MIB = 1024 * 1024
+CONNECTION_LIMIT = 6
+STATES = ("fresh", "cold_colo", "warm")
+
+# -- the scenarios -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One latency figure: typical and pessimistic values (ms, or MB/s for throughput), what
+    it is based on and when that was published or read."""
+
+    typical: float
+    pessimistic: float
+    basis: str
+    date: str
+
+
+# Keys are the replay's call categories. "published" means the figure or its bound comes from
+# the named source (not measured here); "assumed" means no published figure was found and the
+# value is ours, within what the named source describes.
+FIGURES: dict[str, Figure] = {
+    "kv_hot": Figure(
+        3.0,
+        10.0,
+        "published bound: hot keys served from the colo's cache, the hottest in memory in "
+        "< 1 ms; hot reads up to 3× faster (Cloudflare blog, 'We made Workers KV up to 3x "
+        "faster — here's the data'); values assumed within it",
+        "2024-09-26",
+    ),
+    "kv_cold": Figure(
+        30.0,
+        150.0,
+        "published description: a cold read goes to the regional tier, then the central tier, "
+        "then the central store (Cloudflare docs, 'How KV works'; the 2024-09-26 post: ~30 % "
+        "of misses end in a regional cache); values assumed (regional / cross-continent store)",
+        "2024-09-26",
+    ),
+    "kv_write": Figure(
+        30.0,
+        150.0,
+        "assumed (writes go to the central store; the Worker writes in waitUntil)",
+        "2026-12-05",
+    ),
+    "cache_match": Figure(
+        2.0,
+        8.0,
+        "assumed: the colo's own cache (the code uses no Cache API today)",
+        "2026-12-05",
+    ),
+    "r2_get": Figure(
+        30.0,
+        120.0,
+        "assumed time to first byte: no published R2 percentile found; R2 reads from the "
+        "bucket's region, with no colo cache on a binding read (Cloudflare docs, R2 'How R2 "
+        "works'); pessimistic = bucket on another continent",
+        "2026-12-05",
+    ),
+    "r2_range": Figure(
+        30.0,
+        120.0,
+        "as r2_get (a ranged get costs the same first byte, fewer bytes)",
+        "2026-12-05",
+    ),
+    "r2_head": Figure(25.0, 100.0, "as r2_get, no body", "2026-12-05"),
+    "r2_write": Figure(40.0, 150.0, "assumed (not on the query path)", "2026-12-05"),
+    "d1_query": Figure(
+        8.0,
+        150.0,
+        "published description: without read replicas every query goes to the primary's "
+        "region (Cloudflare blog, 'Sequential consistency without borders: how D1 implements "
+        "global read replication'); typical = primary in-region, a primary-key read; "
+        "pessimistic = one cross-continent round trip (assumed 150 ms)",
+        "2025-04-10",
+    ),
+    "vectorize_query": Figure(
+        31.0,
+        120.0,
+        "published: median query latency 549 → 31 ms with Vectorize v2 (Cloudflare blog, "
+        "Vectorize generally available, Birthday Week; recalled, not re-read here); "
+        "pessimistic assumed",
+        "2024-09-26",
+    ),
+    "ai_embedding": Figure(
+        40.0,
+        200.0,
+        "assumed (Workers AI text embedding, one short query, no published p50)",
+        "2026-12-05",
+    ),
+    "throughput_mb_s": Figure(
+        100.0,
+        25.0,
+        "assumed body throughput from a binding into the isolate (MB/s)",
+        "2026-12-05",
+    ),
+}
+# Which bindings count against the six connections of an invocation (Cloudflare docs, Workers
+# platform limits, "Simultaneous open connections": fetch, KV, Cache API, R2 … up to six waiting
+# for response headers, a seventh is queued; D1, Vectorize and Workers AI are not listed there).
+LIMITED = frozenset({"kv", "r2", "cache"})
+SCENARIOS = ("typical", "pessimistic")
+
+
+def figure(name: str, scenario: str) -> float:
+    value = FIGURES[name]
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}: {', '.join(SCENARIOS)}")
+    return value.typical if scenario == "typical" else value.pessimistic
+
+
+# -- calls -------------------------------------------------------------------------------------
+
+KIND_OF_CLASS = {
+    "KvNamespace": "kv",
+    "R2Bucket": "r2",
+    "D1Database": "d1",
+    "VectorizeIndexImpl": "vectorize",
+    "Ai": "ai",
+    "Cache": "cache",
+}
+_VERSION = re.compile(r"[0-9a-f]{8,}|\d+")
+
+
+def kind_of(call: dict[str, Any]) -> str:
+    return KIND_OF_CLASS.get(str(call.get("cls")), str(call.get("cls")))
+
+
+def key_class(call: dict[str, Any]) -> str:
+    """The call's key with versions, hashes and numbers folded (``packages/#/shards/#.bin``)."""
+    key = str(call.get("key") or "")
+    if kind_of(call) == "d1":
+        return " ".join(key.split()[:4])
+    return _VERSION.sub("#", key)[:80]
+
+
+def category(call: dict[str, Any], colo_warm: bool) -> str | None:
+    """The ``FIGURES`` row of a call's round trip; None for a body read (bytes only)."""
+    if call.get("body"):
+        return None
+    kind, op = kind_of(call), str(call.get("op"))
+    if kind == "kv":
+        if op in ("put", "delete"):
+            return "kv_write"
+        return "kv_hot" if colo_warm else "kv_cold"
+    if kind == "r2":
+        if op in ("put", "delete", "createMultipartUpload"):
+            return "r2_write"
+        if op == "head":
+            return "r2_head"
+        return "r2_range" if call.get("range") else "r2_get"
+    if kind == "d1":
+        return "d1_query"
+    if kind == "vectorize":
+        return "vectorize_query"
+    if kind == "ai":
+        return "ai_embedding"
+    if kind == "cache":
+        return "cache_match" if colo_warm else "kv_cold"
+    return "r2_get"
+
+
+def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
+    """Modelled time from issue to settlement: the round trip plus the bytes' transfer (an R2
+    ``get`` settles on its headers: its bytes are transferred by the body read that follows)."""
+    sent = 0.0 if call.get("headers_only") else float(call.get("bytes") or 0)
+    transfer = sent / (figure("throughput_mb_s", scenario) * 1e3)
+    name = category(call, colo_warm)
+    return transfer + (figure(name, scenario) if name else 0.0)
+
+
+# -- the replay --------------------------------------------------------------------------------
+
+
+@dataclass
+class Replay:
+    """One request replayed: modelled ms, sequential round trips, bytes received, measured CPU
+    ms, and where the modelled time went (CPU, and waiting on each call category)."""
+
+    ms: float
+    round_trips: int
+    bytes: int
+    cpu_ms: float
+    waits: dict[str, float]
+
+
+def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
+    """Replay a recorded schedule (host.mjs ``schedule``: ``events``, ``end_ms``,
+    ``end_cpu_us``) under ``scenario``; see the module docstring for the rules."""
+    events = [e for e in schedule.get("events", []) if not e.get("after_response")]
+    calls = {e["id"]: e for e in events if e["kind"] == "issue"}
+    for event in events:
+        if event["kind"] == "settle" and event["id"] in calls:
+            calls[event["id"]]["bytes"] = event.get("bytes", 0)
+            calls[event["id"]]["headers_only"] = bool(event.get("headers_only"))
+    clock = 0.0
+    last_t, last_cpu, last_host = 0.0, 0.0, 0.0
+    cpu_total = 0.0
+    ends: dict[int, float] = {}
+    depth: dict[int, int] = {}
+    open_limited: list[float] = []  # modelled settle times of limited calls in flight
+    depth_seen = 0  # the deepest chain settled (as consumed) so far
+    waits: dict[str, float] = {}
+    settled_ids: set[int] = set()
+
+    def spend(event: dict[str, Any], resumed: bool) -> None:
+        """Advance by the isolate's CPU since the previous event: the process CPU less what
+        the host's proxies spent, when the gap ends with the isolate acting (an issue, the
+        response); a gap that ends with a settlement was the isolate waiting on it."""
+        nonlocal clock, last_t, last_cpu, last_host, cpu_total
+        t, cpu_us = float(event.get("t", 0.0)), float(event.get("cpu", 0.0))
+        host_us = float(event.get("host", last_host))
+        if resumed:
+            own = (cpu_us - last_cpu) - (host_us - last_host)
+            cpu = max(0.0, min(own / 1e3, t - last_t))
+            clock += cpu
+            cpu_total += cpu
+            waits["cpu"] = waits.get("cpu", 0.0) + cpu
+        last_t, last_cpu, last_host = max(last_t, t), max(last_cpu, cpu_us), host_us
+
+    for event in events:
+        spend(event, resumed=event["kind"] != "settle")
+        call = calls.get(event["id"])
+        if call is None:
+            continue
+        if event["kind"] == "issue":
+            start = clock
+            if kind_of(call) in LIMITED and not call.get("body"):
+                # connections still waiting for headers; a call queued behind them starts
+                # when all but five of them (and of the calls queued before it) have their own
+                open_limited[:] = sorted(end for end in open_limited if end > start)
+                if len(open_limited) >= CONNECTION_LIMIT:
+                    start = open_limited[len(open_limited) - CONNECTION_LIMIT]
+            ends[event["id"]] = start + latency_ms(call, scenario, colo_warm)
+            if kind_of(call) in LIMITED and not call.get("body"):
+                # the connection is held until the response headers: the round trip
+                name = category(call, colo_warm)
+                open_limited.append(start + (figure(name, scenario) if name else 0.0))
+            depth[event["id"]] = depth_seen + (0 if call.get("body") else 1)
+        elif event["kind"] == "settle" and event["id"] in ends:
+            settled_ids.add(event["id"])
+            end = ends[event["id"]]
+            if end > clock:
+                name = category(call, colo_warm) or "body"
+                waits[name] = waits.get(name, 0.0) + end - clock
+                clock = end
+            depth_seen = max(depth_seen, depth[event["id"]])
+    end = {
+        "t": schedule.get("end_ms", last_t),
+        "cpu": schedule.get("end_cpu_us", last_cpu),
+        "host": schedule.get("end_host_us", last_host),
+    }
+    spend(end, resumed=True)
+    received = sum(int(calls[i].get("bytes") or 0) for i in settled_ids if not calls[i].get("body"))
+    return Replay(clock, depth_seen, received, cpu_total, waits)
+
+
+def chain(*schedules: dict[str, Any]) -> dict[str, Any]:
+    """Several requests' schedules one after another, as one (the app import, then a query)."""
+    events: list[dict[str, Any]] = []
+    offset_t = offset_cpu = offset_host = 0.0
+    for number, schedule in enumerate(schedules):
+        for event in schedule.get("events", []):
+            if event.get("after_response"):
+                continue
+            moved = dict(
+                event,
+                t=event["t"] + offset_t,
+                cpu=event["cpu"] + offset_cpu,
+                host=event.get("host", 0.0) + offset_host,
+            )
+            moved["id"] = f"{number}:{event['id']}"
+            events.append(moved)
+        offset_t += float(schedule.get("end_ms", 0.0))
+        offset_cpu += float(schedule.get("end_cpu_us", 0.0))
+        offset_host += float(schedule.get("end_host_us", 0.0))
+    return {
+        "events": events,
+        "end_ms": offset_t,
+        "end_cpu_us": offset_cpu,
+        "end_host_us": offset_host,
+    }
+
+
+# -- summaries ---------------------------------------------------------------------------------
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The ``q``-th percentile (0–100), interpolated; None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _r(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summarize(replays: list[Replay]) -> dict[str, Any]:
+    """p50/p95 ms, the most sequential round trips, KiB p95, and the median share of each
+    thing the modelled time waited on (``floor``: the largest)."""
+    shares: dict[str, list[float]] = {}
+    for item in replays:
+        for name, ms in item.waits.items():
+            shares.setdefault(name, []).append(ms)
+    floor = {
+        name: _r(sum(values) / len(replays), 1)
+        for name, values in sorted(shares.items(), key=lambda kv: -sum(kv[1]))
+    }
+    return {
+        "p50_ms": _r(percentile([r.ms for r in replays], 50)),
+        "p95_ms": _r(percentile([r.ms for r in replays], 95)),
+        "round_trips_max": max((r.round_trips for r in replays), default=0),
+        "round_trips_p50": _r(percentile([r.round_trips for r in replays], 50)),
+        "kib_p95": _r(percentile([r.bytes / 1024 for r in replays], 95)),
+        "requests": len(replays),
+        "mean_ms_by_wait": floor,
+    }
+
+
+def model(recorded: dict[str, Any], scenario: str) -> dict[str, Any]:
+    """The JSON object of ``--json`` from a recording (``record``'s result)."""
+    fresh = [
+        replay(chain(sample["app"], sample["first"]), scenario, colo_warm=False)
+        for sample in recorded["fresh"]
+    ]
+    warm_schedules = recorded["warm"]
+    states = {
+        "fresh": summarize(fresh),
+        "cold_colo": summarize([replay(s, scenario, False) for s in warm_schedules]),
+        "warm": summarize([replay(s, scenario, True) for s in warm_schedules]),
+    }
+    cpu = [replay(s, scenario, True).cpu_ms for s in warm_schedules]
+    process_cpu = [float(s.get("end_cpu_us", 0)) / 1e3 for s in warm_schedules]
+    return {
+        "sections": recorded["sections"],
+        "scenario": scenario,
+        "states": states,
+        "cpu_ms": {"p50": _r(percentile(cpu, 50), 2), "p95": _r(percentile(cpu, 95), 2)},
+        "heap_mib": _r(recorded["heap_bytes"] / MIB, 1),
+        "heap_used_mib": _r(recorded.get("heap_used_bytes", 0) / MIB, 1),
+        "process_cpu_ms": {
+            "p50": _r(percentile(process_cpu, 50), 2),
+            "p95": _r(percentile(process_cpu, 95), 2),
+        },
+        "fresh_cpu_ms_p50": _r(percentile([r.cpu_ms for r in fresh], 50), 1),
+        "queries": {"warm": len(warm_schedules), "fresh": len(recorded["fresh"])},
+        "recorded": recorded.get("conditions", {}),
+    }
+
+
+# -- the recording -----------------------------------------------------------------------------
+
+
+def record(
+    sections: int, root: Path, queries: int, fresh: int, reuse_build: bool, seed: int = 1
+) -> dict[str, Any]:
+    """Build (or reuse) the package of ``sections``, then record the Worker's schedules."""
+    import tempfile
+
+    sys.path[:0] = [str(ROOT), str(BENCH)]
+    from tests.pyodide.client import PyodideHost, store_api_key
+
+    from router.package.version.layout import package_key
+    from scale import build, ensure_corpus, load_queries, request_body, reused_build
+    from worker_pyodide import prepare_state, write_record_rows
+
+    corpus = root / f"scale-{sections}"
+    work = root / f"scale-{sections}-work"
+    ensure_corpus(corpus, sections, seed, 20)
+    if reuse_build:
+        _, package, _ = reused_build(work, BENCH / "scale.json", sections)
+    else:
+        _, package, _ = build(corpus, work)
+    rows = load_queries(corpus, 80, seed)
+    bodies = [request_body(row) for row in rows][: fresh + queries + 1]
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    version = manifest["knowledge_version"]
+    with tempfile.TemporaryDirectory(prefix=f"kr-edge-{sections}-") as tmp:
+        tmpdir = Path(tmp)
+        state = prepare_state(tmpdir, "edge")
+
+        def host(role: str) -> PyodideHost:
+            return PyodideHost(
+                persist_to=state,
+                log=tmpdir / f"host-{role}.log",
+                vectorize={"dimensions": 256},
+                vars={"KR_QUERY_LOG": "off", "KR_ALLOW_ANONYMOUS": "on"},
+                record_calls=role != "publish",
+            )
+
+        with host("publish") as publisher:
+            records = tmpdir / "records.jsonl"
+            write_record_rows(package, records)
+            keys = {p.name: package_key(version, p.name) for p in package.iterdir() if p.is_file()}
+            publisher.bulk_store(package, version, records, keys=keys)
+        tenants = sorted({str(b["tenant"]) for b in bodies if b.get("tenant")})
+        keys = {tenant: store_api_key(state, tenant) for tenant in tenants}
+
+        def headers(body: dict[str, Any]) -> dict[str, str] | None:
+            tenant = body.get("tenant")
+            return {"Authorization": f"Bearer {keys[tenant]}"} if tenant else None
+
+        def ask(worker: PyodideHost, body: dict[str, Any]) -> dict[str, Any]:
+            response = worker.fetch("POST", "/v1/query", body, headers=headers(body))
+            assert response.schedule is not None
+            return dict(response.schedule, status=response.status, wall_ms=response.ms)
+
+        samples: list[dict[str, Any]] = []
+        for number in range(fresh):
+            with host(f"fresh-{number}") as worker:
+                app = worker.fetch("GET", "/v1/metrics").schedule
+                samples.append({"app": app, "first": ask(worker, bodies[number])})
+            print(f"  fresh isolate {number + 1}/{fresh}", file=sys.stderr, flush=True)
+        warm: list[dict[str, Any]] = []
+        with host("warm") as worker:
+            app = worker.fetch("GET", "/v1/metrics").schedule
+            samples.append({"app": app, "first": ask(worker, bodies[fresh])})
+            for number, body in enumerate(bodies[fresh + 1 :], start=1):
+                warm.append(ask(worker, body))
+                if number % 50 == 0:
+                    print(f"  warm {number}/{len(bodies) - fresh - 1}", file=sys.stderr)
+            stats = worker.stats()
+    statuses: dict[str, int] = {}
+    for item in warm:
+        statuses[str(item["status"])] = statuses.get(str(item["status"]), 0) + 1
+    return {
+        "sections": manifest.get("counts", {}).get("sections", sections),
+        "version": version,
+        "fresh": samples,
+        "warm": warm,
+        "heap_bytes": int(stats["heap_bytes"]),
+        "heap_used_bytes": int(stats.get("heap_used_bytes", 0)),
+        "conditions": {
+            "date": time.strftime("%Y-%m-%d"),
+            "statuses": statuses,
+            "pyodide": stats.get("pyodide_version"),
+        },
+    }
+
+
+def scenario_table() -> str:
+    """The README's table of figures (markdown), from ``FIGURES``."""
+    lines = [
+        "| call | typical ms | pessimistic ms | basis (not measured here) | date |",
+        "|---|---:|---:|---|---|",
+    ]
+    for name, item in FIGURES.items():
+        lines.append(
+            f"| `{name}` | {item.typical:g} | {item.pessimistic:g} | {item.basis} | {item.date} |"
+        )
+    return "\n".join(lines)
+
+
+def results_row(result: dict[str, Any]) -> str:
+    states = result["states"]
+    cells = [f"{result['sections']:,}", result["scenario"]]
+    for state in STATES:
+        s = states[state]
+        cells.append(f"{s['p50_ms']} / {s['p95_ms']} ({s['round_trips_max']}, {s['kib_p95']})")
+    cells += [f"{result['cpu_ms']['p50']} / {result['cpu_ms']['p95']}", f"{result['heap_mib']}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sections", type=int, required=True)
+    parser.add_argument("--scenario", choices=SCENARIOS, default="typical")
+    parser.add_argument("--reuse-build", action="store_true")
+    parser.add_argument("--replay-only", action="store_true", help="replay the kept schedules")
+    parser.add_argument("--json", action="store_true", help="print the JSON object only")
+    parser.add_argument("--all", action="store_true", help="every scenario, as table rows")
+    parser.add_argument("--root", type=Path, default=Path("/work/synthetic"))
+    parser.add_argument("--queries", type=int, default=150, help="warm queries recorded")
+    parser.add_argument("--fresh", type=int, default=4, help="fresh isolates (+1: the warm one)")
+    parser.add_argument("--scenarios-table", action="store_true")
+    args = parser.parse_args(argv)
+    if args.scenarios_table:
+        print(scenario_table())
+        return 0
+    kept = args.root / f"scale-{args.sections}-work" / "edge_schedules.json"
+    if args.replay_only:
+        recorded = json.loads(kept.read_text(encoding="utf-8"))
+    else:
+        recorded = record(args.sections, args.root, args.queries, args.fresh, args.reuse_build)
+        kept.write_text(json.dumps(recorded), encoding="utf-8")
+    scenarios = SCENARIOS if args.all else (args.scenario,)
+    results = [model(recorded, scenario) for scenario in scenarios]
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results))
+        return 0
+    for result in results:
+        print(json.dumps(result, indent=1))
+        print(results_row(result))
+    if len(results) == 1:
+        print(json.dumps(results[0]), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
