@@ -27,8 +27,9 @@ of calls each issued after the previous one settled.
 
 States: ``fresh`` = a new isolate on a cold colo (app import + the first query, which loads the
 package); ``cold_colo`` = a warm isolate whose every binding read misses the colo's caches;
-``warm`` = a warm isolate on a warm colo (KV reads are hot; R2, D1, Vectorize and Workers AI have
-no colo cache on the code's path, which reads R2 directly and uses no Cache API). The latency
+``warm`` = a warm isolate on a warm colo (KV reads are hot, except the query-cache probe of a
+question never asked, which no colo holds; R2, D1, Vectorize and Workers AI have no colo cache on
+the code's path, which reads R2 directly and uses no Cache API). The latency
 figures and their sources: ``SCENARIOS`` (the table in bench/README.md, "An edge cost model").
 """
 
@@ -181,6 +182,26 @@ def key_class(call: dict[str, Any]) -> str:
     return _VERSION.sub("#", key)[:80]
 
 
+_LAZY = re.compile(r"^(?:[^.]+\.)?(?P<stem>[^.]+?)-[0-9a-f]{16}\.bin$")
+
+
+def what(call: dict[str, Any]) -> str:
+    """What a call reads, for the floor: an R2 file's stem (``s`` shards, ``x`` exact keys,
+    ``texts`` …, ``docs/adr/0010``), a KV key's prefix, a D1 statement's table."""
+    key = str(call.get("key") or "")
+    kind = kind_of(call)
+    if kind == "r2":
+        name = key.rsplit("/", 1)[-1]
+        found = _LAZY.match(name)
+        return f"r2 {found['stem'] if found else _VERSION.sub('#', name)}"
+    if kind == "kv":
+        return f"kv {key.split(':', 1)[0]}"
+    if kind == "d1":
+        table = re.search(r"(?:FROM|INTO|UPDATE)\s+(\w+)", key, re.IGNORECASE)
+        return f"d1 {table.group(1) if table else 'query'}"
+    return kind
+
+
 def category(call: dict[str, Any], colo_warm: bool) -> str | None:
     """The ``FIGURES`` row of a call's round trip; None for a body read (bytes only)."""
     if call.get("body"):
@@ -189,7 +210,10 @@ def category(call: dict[str, Any], colo_warm: bool) -> str | None:
     if kind == "kv":
         if op in ("put", "delete"):
             return "kv_write"
-        return "kv_hot" if colo_warm else "kv_cold"
+        # a query-cache probe that finds nothing is a question never asked: its key was never
+        # read at this colo either, so the probe goes to the central store on a warm colo too
+        new_question = str(call.get("key") or "").startswith("qcache:") and not call.get("bytes")
+        return "kv_hot" if colo_warm and not new_question else "kv_cold"
     if kind == "r2":
         if op in ("put", "delete", "createMultipartUpload"):
             return "r2_write"
@@ -222,7 +246,7 @@ def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
 @dataclass
 class Replay:
     """One request replayed: modelled ms, sequential round trips, bytes received, measured CPU
-    ms, and where the modelled time went (CPU, and waiting on each call category)."""
+    ms, and where the modelled time went (CPU, and waiting on each kind of read: ``what``)."""
 
     ms: float
     round_trips: int
@@ -288,7 +312,7 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
             settled_ids.add(event["id"])
             end = ends[event["id"]]
             if end > clock:
-                name = category(call, colo_warm) or "body"
+                name = what(call) + (" body" if call.get("body") else "")
                 waits[name] = waits.get(name, 0.0) + end - clock
                 clock = end
             depth_seen = max(depth_seen, depth[event["id"]])

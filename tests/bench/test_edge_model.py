@@ -119,6 +119,16 @@ def test_colo_state_changes_kv_reads_only() -> None:
     assert replay(s, "pessimistic", False).ms > cold.ms
 
 
+def test_a_new_questions_cache_probe_is_cold_on_a_warm_colo_too() -> None:
+    probe = {**KV, "key": "qcache:abc"}
+    missed = Schedule().issue(1, probe).wait(2).settle(1, 0).done()
+    found = Schedule().issue(1, probe).wait(2).settle(1, 900).done()
+    assert replay(missed, "typical", True).ms == pytest.approx(figure("kv_cold", "typical"))
+    assert replay(found, "typical", True).ms == pytest.approx(
+        figure("kv_hot", "typical") + 900 / (figure("throughput_mb_s", "typical") * 1e3)
+    )
+
+
 def test_cpu_of_the_hosts_proxies_and_of_waiting_is_not_the_isolates() -> None:
     s = Schedule().work(4, host_ms=3).issue(1, D1).wait(10, cpu_ms=6).settle(1).work(2)
     result = replay(s.done(), "typical", colo_warm=False)
