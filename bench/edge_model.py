@@ -100,9 +100,9 @@ FIGURES: dict[str, Figure] = {
     "r2_get": Figure(
         30.0,
         120.0,
-        "assumed time to first byte: no published R2 percentile found; R2 reads from the "
-        "bucket's region, with no colo cache on a binding read (Cloudflare docs, R2 'How R2 "
-        "works'); pessimistic = bucket on another continent",
+        "assumed time to first byte: no published R2 percentile found; a binding read is "
+        "served from the bucket's location, with no colo cache in between (our reading of the "
+        "R2 docs, not re-read here); pessimistic = bucket on another continent",
         "2026-12-05",
     ),
     "r2_range": Figure(
@@ -436,9 +436,8 @@ def record(
     sys.path[:0] = [str(ROOT), str(BENCH)]
     from tests.pyodide.client import PyodideHost, store_api_key
 
-    from router.package.version.layout import package_key
     from scale import build, ensure_corpus, load_queries, request_body, reused_build
-    from worker_pyodide import prepare_state, write_record_rows
+    from worker_pyodide import prepare_state, publisher_keys, write_record_rows
 
     corpus = root / f"scale-{sections}"
     work = root / f"scale-{sections}-work"
@@ -467,8 +466,7 @@ def record(
         with host("publish") as publisher:
             records = tmpdir / "records.jsonl"
             write_record_rows(package, records)
-            keys = {p.name: package_key(version, p.name) for p in package.iterdir() if p.is_file()}
-            publisher.bulk_store(package, version, records, keys=keys)
+            publisher.bulk_store(package, version, records, keys=publisher_keys(package))
         tenants = sorted({str(b["tenant"]) for b in bodies if b.get("tenant")})
         keys = {tenant: store_api_key(state, tenant) for tenant in tenants}
 

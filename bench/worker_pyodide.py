@@ -121,7 +121,9 @@ def run_worker(
             if bulk:
                 rows = work / f"records-{name}.jsonl"
                 write_record_rows(folder, rows)
-                publisher.bulk_store(folder, manifest["knowledge_version"], rows)
+                publisher.bulk_store(
+                    folder, manifest["knowledge_version"], rows, keys=publisher_keys(folder)
+                )
             else:
                 publisher.publish(folder)
     tenants = sorted({str(body["tenant"]) for body in bodies if body.get("tenant")})
@@ -163,6 +165,19 @@ def run_worker(
         heap_after,
         heap_used_after,
     )
+
+
+def publisher_keys(folder: Path) -> dict[str, str]:
+    """Each file of a package folder at the blob key the publisher gives it (lazily read files
+    under ``packages/_objects/``), so that a bulk-stored package is read as a published one."""
+    from router.package.version.layout import package_key
+
+    version = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return {
+        p.name: package_key(version["knowledge_version"], p.name)
+        for p in folder.iterdir()
+        if p.is_file()
+    }
 
 
 def write_record_rows(folder: Path, out: Path) -> int:
