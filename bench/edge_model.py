@@ -20,7 +20,8 @@ CPU time measured between them; a call issued at modelled time ``T`` settles at 
 modelled latency (a round trip by binding, operation and colo state, plus its bytes over the
 scenario's throughput), and not before a connection is free when the binding counts against the
 six simultaneous connections of a Worker invocation; when the recording shows the isolate
-resuming on a call's settlement, the model waits for that settlement. Calls settled in the
+resuming on a call's settlement, the model waits for that settlement (writes excepted: the Worker
+makes them in ``waitUntil``, after the response). Calls settled in the
 recording are consumed in the recorded order (so a reordering that real latencies would allow is
 not credited: the model is pessimistic there). The sequential round trips are the longest chain
 of calls each issued after the previous one settled.
@@ -231,6 +232,15 @@ def category(call: dict[str, Any], colo_warm: bool) -> str | None:
     return "r2_get"
 
 
+def in_background(call: dict[str, Any]) -> bool:
+    """A write: the Worker makes them after the response (``entry.py``: the KV cache copy and
+    the query-log batch run in ``waitUntil``), so none holds the response back, even when the
+    local simulator settled it before the response was written."""
+    if kind_of(call) == "d1":
+        return str(call.get("op")) in ("batch", "run", "exec")
+    return category(call, colo_warm=False) in ("kv_write", "r2_write")
+
+
 def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
     """Modelled time from issue to settlement: the round trip plus the bytes' transfer (an R2
     ``get`` settles on its headers: its bytes are transferred by the body read that follows)."""
@@ -308,7 +318,7 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
                 name = category(call, colo_warm)
                 open_limited.append(start + (figure(name, scenario) if name else 0.0))
             depth[event["id"]] = depth_seen + (0 if call.get("body") else 1)
-        elif event["kind"] == "settle" and event["id"] in ends:
+        elif event["kind"] == "settle" and event["id"] in ends and not in_background(call):
             settled_ids.add(event["id"])
             end = ends[event["id"]]
             if end > clock:

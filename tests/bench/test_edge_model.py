@@ -129,6 +129,12 @@ def test_a_new_questions_cache_probe_is_cold_on_a_warm_colo_too() -> None:
     )
 
 
+def test_a_write_never_holds_the_response_back() -> None:
+    put = {**KV, "op": "put", "key": "qcache:abc"}
+    s = Schedule().work(1).issue(1, put).wait(1).settle(1).work(1).done()
+    assert replay(s, "pessimistic", False).ms == pytest.approx(2)
+
+
 def test_cpu_of_the_hosts_proxies_and_of_waiting_is_not_the_isolates() -> None:
     s = Schedule().work(4, host_ms=3).issue(1, D1).wait(10, cpu_ms=6).settle(1).work(2)
     result = replay(s.done(), "typical", colo_warm=False)
