@@ -191,10 +191,10 @@ function followBody(name, className, object, key) {
 
 function recorded(name, className, op, call, statementKey = null) {
   return (...args) => {
-    if (!schedule) return follow(name, className, call(...args), statementKey);
     if (op === "batch" && Array.isArray(args[0])) {
       args = [args[0].map((statement) => rawStatement.get(statement) ?? statement), ...args.slice(1)];
     }
+    if (!schedule) return follow(name, className, call(...args), statementKey);
     const key = statementKey ?? keyOf(op, args);
     if (op === "prepare") return follow(name, className, inHost(() => call(...args)), key);
     const id = nextCall++;
