@@ -86,8 +86,10 @@ function asBinding(className, inner, name) {
 //
 // Per request, every binding call: its binding, class, operation, key (an R2/KV key, the SQL of a
 // D1 statement), when it was issued and when its promise settled (ms since the request began),
-// the bytes it returned, and the main thread's CPU time (µs) at each of those moments, so the CPU the isolate spent between two of them is known. R2 bodies read after a
-// `get` (`arrayBuffer`, `text`, `json`) are recorded as "body" calls of their own.
+// the bytes it returned, and the main thread's CPU time (µs) at each of those moments, so the
+// CPU the isolate spent between two of them is known. R2 bodies read after a `get`
+// (`arrayBuffer`, `text`, `json`) are recorded as "body" calls of their own. Nothing is recorded
+// (and the bindings behave as before) without recordCalls.
 
 const recordCalls = Boolean(config.recordCalls);
 let schedule = null; // {events: [...]} while a request is being recorded
