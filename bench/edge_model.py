@@ -9,7 +9,8 @@ The recording: the real ``src/entry.py`` in Pyodide (tests/pyodide/host.mjs with
 ``synthetic_corpus.py`` under ``ROOT/scale-N/``, built into ``ROOT/scale-N-work/package``;
 ``--reuse-build`` takes the package already there). Each request carries its schedule: every
 binding call (binding, class, operation, key, bytes, when it was issued and when it settled,
-ms since the request began) and the process CPU time at each of those moments. ``--fresh N``
+ms since the request began), the main thread's CPU time at each of those moments and what of
+it wrangler's local proxies spent (the host's work, not the isolate's). ``--fresh N``
 hosts each answer one query as their first request (after the app import, ``GET
 /v1/metrics``), then one more host answers the other queries in order: its first is one more
 fresh sample, the rest are the warm isolate. The schedules are kept in
@@ -30,8 +31,9 @@ States: ``fresh`` = a new isolate on a cold colo (app import + the first query, 
 package); ``cold_colo`` = a warm isolate whose every binding read misses the colo's caches;
 ``warm`` = a warm isolate on a warm colo (KV reads are hot, except the query-cache probe of a
 question never asked, which no colo holds; R2, D1, Vectorize and Workers AI have no colo cache on
-the code's path, which reads R2 directly and uses no Cache API). The latency
-figures and their sources: ``SCENARIOS`` (the table in bench/README.md, "An edge cost model").
+the code's path, which reads R2 directly and uses no Cache API). The latency figures and their
+sources: ``FIGURES`` (the table in bench/README.md, "An edge cost model";
+``--scenarios-table`` prints it).
 """
 
 from __future__ import annotations
@@ -269,7 +271,7 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
     """Replay a recorded schedule (host.mjs ``schedule``: ``events``, ``end_ms``,
     ``end_cpu_us``) under ``scenario``; see the module docstring for the rules."""
     events = [e for e in schedule.get("events", []) if not e.get("after_response")]
-    calls = {e["id"]: e for e in events if e["kind"] == "issue"}
+    calls = {e["id"]: dict(e) for e in events if e["kind"] == "issue"}
     for event in events:
         if event["kind"] == "settle" and event["id"] in calls:
             calls[event["id"]]["bytes"] = event.get("bytes", 0)
@@ -285,7 +287,7 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
     settled_ids: set[int] = set()
 
     def spend(event: dict[str, Any], resumed: bool) -> None:
-        """Advance by the isolate's CPU since the previous event: the process CPU less what
+        """Advance by the isolate's CPU since the previous event: the thread's CPU less what
         the host's proxies spent, when the gap ends with the isolate acting (an issue, the
         response); a gap that ends with a settlement was the isolate waiting on it."""
         nonlocal clock, last_t, last_cpu, last_host, cpu_total
