@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from router.analysis.text import fold, has_diacritics
 from router.checks import check_choice, check_range, check_weights
 from router.compile.fields import (
     CscBlock,
+    SectionPostings,
     bm25_block,
     bm25f_block,
     section_fields,
@@ -281,20 +282,16 @@ def compile_partition(
     shared one (shared spellings win), which is exactly the analyzer its queries get.
     ``links`` resolves its wikilinks and parent ids; ``averages`` (a delta's: its base's)
     replaces its own average lengths."""
-    fields = _section_fields(documents)
-    texts = [_joined(f) for f in fields]
-    lexicon = build_accent_lexicon(texts, config.analyzer, build_stem)
+    lexicon = build_accent_lexicon(
+        (_joined(f) for f in _section_fields(documents)), config.analyzer, build_stem
+    )
     analyzer = Analyzer(
         config.analyzer, stem=build_stem, accent_lexicon={**lexicon, **shared_lexicon}
     )
-    field_tokens = _field_tokens(fields, analyzer)
-    terms = _vocabulary_of(field_tokens)
-    vocabulary = {term: i for i, term in enumerate(terms)}
-    blocks, used_averages = _posting_blocks(
-        field_tokens, vocabulary, config, first_section, averages or {}
+    terms, vocabulary, blocks, used_averages, sections = _indexed(
+        documents, analyzer, config, first_section, averages or {}
     )
-    bodies = [strip_wikilinks(section.text) for doc in documents for section in doc.sections]
-    directory, shards, df = encode_shards(blocks, len(terms), first_section + len(texts))
+    directory, shards, df = encode_shards(blocks, len(terms), first_section + sections)
     resolve = links.section
     files = {
         DOCS_NAME: encode_columns(documents),
@@ -320,17 +317,57 @@ def compile_partition(
             )
         ),
         **shards,
-        **_surface_files(analyzer, _surface_words(analyzer, documents, bodies, vocabulary)),
-        **encode_texts(bodies),
+        **_surface_files(
+            analyzer, _surface_words(analyzer, documents, _bodies(documents), vocabulary)
+        ),
+        **encode_texts(_bodies(documents)),
     }
     if vectors is not None:
         files[VECTORS_NAME] = vectors
     counts = {
-        "sections": len(texts),
+        "sections": sections,
         "terms": len(terms),
         "postings": sum(len(block[1]) for block in blocks.values()),
     }
-    return CompiledPartition(files, lexicon, len(texts), list(blocks), counts, used_averages)
+    return CompiledPartition(files, lexicon, sections, list(blocks), counts, used_averages)
+
+
+def _bodies(documents: Iterable[Document]) -> Iterator[str]:
+    """Each section's body as indexed and quoted (wikilinks as their labels), in order."""
+    return (strip_wikilinks(section.text) for doc in documents for section in doc.sections)
+
+
+def _indexed(
+    documents: Sequence[Document],
+    analyzer: Analyzer,
+    config: BuildConfig,
+    first_section: int,
+    averages: Mapping[str, float],
+) -> tuple[list[str], dict[str, int], dict[str, CscBlock], dict[str, float], int]:
+    """The sorted terms, term → id, the posting blocks, the average length each block was
+    normalised with, and the number of sections. BM25F (the default) is collected one section
+    at a time (``SectionPostings``: no partition's token lists held at once); per-field
+    scoring keeps every field's token lists, as its blocks need them."""
+    if config.scoring == "bm25f":
+        collected = SectionPostings(config.field_weights)
+        collected.add_all(_tokens(fields, analyzer) for fields in _section_fields(documents))
+        terms = collected.sorted_terms()
+        average = averages.get(BM25F_BLOCK)
+        if average is None:
+            average = collected.average()
+        block = collected.block(config.bm25, first_section, average)
+        used = {BM25F_BLOCK: average}
+        return terms, collected.ids, {BM25F_BLOCK: block}, used, collected.sections
+    field_tokens = _field_tokens(list(_section_fields(documents)), analyzer)
+    terms = _vocabulary_of(field_tokens)
+    vocabulary = {term: i for i, term in enumerate(terms)}
+    blocks, used = _posting_blocks(field_tokens, vocabulary, config, first_section, averages)
+    return terms, vocabulary, blocks, used, len(field_tokens[FIELD_NAMES[0]])
+
+
+def _tokens(fields: Mapping[str, str], analyzer: Analyzer) -> dict[str, list[str]]:
+    """One section's terms per field, every field in ``FIELD_NAMES`` order."""
+    return {name: analyzer.terms(fields[name]) if fields[name] else [] for name in FIELD_NAMES}
 
 
 def block_frequencies(
@@ -341,7 +378,7 @@ def block_frequencies(
     its old copies' at query time, docs/adr/0020). Counted by the postings code itself."""
     if not documents:
         return {}
-    field_tokens = _field_tokens(_section_fields(documents), analyzer)
+    field_tokens = _field_tokens(list(_section_fields(documents)), analyzer)
     terms = _vocabulary_of(field_tokens)
     vocabulary = {term: i for i, term in enumerate(terms)}
     blocks, _ = _posting_blocks(field_tokens, vocabulary, config, 0, {})
@@ -355,13 +392,13 @@ def block_frequencies(
     }
 
 
-def _section_fields(documents: Sequence[Document]) -> list[dict[str, str]]:
-    """Each section's field texts, in section order."""
-    return [
+def _section_fields(documents: Iterable[Document]) -> Iterator[dict[str, str]]:
+    """Each section's field texts, in section order, one at a time."""
+    return (
         section_fields(doc, section, index == 0)
         for doc in documents
         for index, section in enumerate(doc.sections)
-    ]
+    )
 
 
 def _field_tokens(
@@ -540,7 +577,7 @@ def _surface_files(analyzer: Analyzer, pairs: Sequence[Sequence[str]]) -> dict[s
 def _surface_words(
     analyzer: Analyzer,
     documents: Sequence[Document],
-    bodies: Sequence[str],
+    bodies: Iterable[str],
     vocabulary: dict[str, int],
 ) -> list[list[str]]:
     """The typo repair's (word, term) pairs: names of things first, then bodies to a budget."""
@@ -550,13 +587,11 @@ def _surface_words(
     return [[word, stem] for word, stem in surface_word_stems(analyzer, texts, vocabulary)]
 
 
-def _records(documents: Sequence[Document]) -> list[dict[str, Any]]:
+def _records(documents: Iterable[Document]) -> Iterator[dict[str, Any]]:
     """Each document's record (``records.bin``): its fields and sections, without the texts
     (``texts.bin``), with the injection flags the parser set on the document and its sections
-    (``router.safety.fields``)."""
-    records = []
+    (``router.safety.fields``); one at a time."""
     for doc in documents:
         flags = [section.flags for section in doc.sections]
         metadata = json.loads(json.dumps(doc.metadata, default=str))
-        records.append(record_of(doc, flags, metadata))
-    return records
+        yield record_of(doc, flags, metadata)

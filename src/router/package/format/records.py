@@ -75,9 +75,9 @@ def record_of(doc: Document, flags: Sequence[Sequence[str]], metadata: Any) -> d
 def encode_records(records: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
     """``records.bin`` and its chunk files, one canonical JSON item per document (sorted keys,
     so equal content gives equal bytes), in order."""
-    items = [
+    items = (
         json.dumps(r, ensure_ascii=False, sort_keys=True, separators=(",", ":")) for r in records
-    ]
+    )
     return encode_texts(items, RECORD_CHUNK_BYTES, RECORDS_STEM)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 import zlib
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from router.errors import PackageFormatError
@@ -104,14 +104,17 @@ class TextIndex:
 
 
 def encode_texts(
-    texts: Sequence[str], chunk_bytes: int = TEXT_CHUNK_BYTES, stem: str = TEXTS_STEM
+    texts: Iterable[str], chunk_bytes: int = TEXT_CHUNK_BYTES, stem: str = TEXTS_STEM
 ) -> dict[str, bytes]:
-    """``<stem>.bin`` and its chunk files for ``texts`` (section texts, in section order)."""
+    """``<stem>.bin`` and its chunk files for ``texts`` (section texts, in section order),
+    read once: a build hands them over one at a time, not as a list of a partition's texts."""
     first: list[int] = [0]
     chunks: list[bytes] = []
     current: list[bytes] = []
     size = 0
+    count = 0
     for index, text in enumerate(texts):
+        count = index + 1
         encoded = text.encode("utf-8")
         if current and _cut_before(encoded, size, chunk_bytes):
             chunks.append(_chunk(current))
@@ -121,10 +124,10 @@ def encode_texts(
         size += len(encoded)
     if current or not chunks:
         chunks.append(_chunk(current))
-    first.append(len(texts))
+    first.append(count)
     names = [content_name(stem, blob) for blob in chunks]
     index_blob = (
-        _HEADER.pack(_MAGIC, len(texts), len(chunks))
+        _HEADER.pack(_MAGIC, count, len(chunks))
         + little_endian_bytes("I", first)
         + "".join(digest_of(blob) for blob in chunks).encode("ascii")
     )
