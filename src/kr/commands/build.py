@@ -131,6 +131,7 @@ async def build_once(args: argparse.Namespace) -> int:
                     phases=phases,
                     doc2query=doc2query,
                     reuse=reuse,
+                    spill=True,
                 )
                 written = write_package(result.package, args.out, phases) if args.out else None
             if reuse is not None:

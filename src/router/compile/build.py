@@ -33,6 +33,7 @@ def build_knowledge(
     phases: BuildPhases | None = None,
     doc2query: Doc2Query | None = None,
     reuse: ParsedDocuments | None = None,
+    spill: bool = False,
 ) -> BuildResult:
     """Parse and compile a knowledge folder. Errors fail the build only with ``strict`` (all of
     them listed); otherwise each file in error is skipped and reported. With an ``encoder`` the
@@ -40,8 +41,12 @@ def build_knowledge(
     hears of the progress (a million sections take minutes). With ``doc2query`` an LLM writes
     questions for every section first (compile/doc2query.py), indexed and embedded with it; a
     generator error fails the build rather than leave some sections without. ``reuse`` holds
-    the documents of earlier builds (a file whose bytes did not change is not parsed again)."""
-    corpus = load_knowledge(root, strict=strict, phases=phases, reuse=reuse)
+    the documents of earlier builds (a file whose bytes did not change is not parsed again).
+    ``spill`` keeps the parsed documents on disk, read back one at a time by each step
+    (``router.compile.spill``: bounded memory at a million sections) — not with an ``encoder``
+    or ``doc2query``, whose steps hold or change the documents themselves."""
+    spill = spill and encoder is None and doc2query is None
+    corpus = load_knowledge(root, strict=strict, phases=phases, reuse=reuse, spill=spill)
     if corpus.errors and (strict or not corpus.documents):  # nothing left: say why
         raise build_failure(corpus.errors)
     source = {"files": len(corpus.documents), "skipped": len(corpus.errors)}

@@ -7,7 +7,7 @@ ids, overlapping validity windows and dangling wikilinks need the whole folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +15,7 @@ from typing import Protocol
 import yaml
 
 from router.analysis.text import normalize_text
+from router.compile.spill import SpilledDocuments
 from router.errors import KnowledgeFormatError
 from router.knowledge.front_matter import MAX_SYNONYM_NODES, load_bounded
 from router.knowledge.model import Document
@@ -64,10 +65,11 @@ class Diagnostic:
 
 @dataclass
 class KnowledgeCorpus:
-    """The documents of one folder, plus what the build found wrong with it."""
+    """The documents of one folder, plus what the build found wrong with it: a list, or
+    (``load_knowledge(spill=True)``) documents read back from disk one at a time."""
 
     root: str
-    documents: list[Document] = field(default_factory=list)
+    documents: Sequence[Document] = field(default_factory=list)
     synonyms: list[list[str]] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -118,9 +120,11 @@ def load_knowledge(
     strict: bool = False,
     phases: BuildPhases | None = None,
     reuse: ParsedDocuments | None = None,
+    spill: bool = False,
 ) -> KnowledgeCorpus:
     """Parse every document of ``root`` (``knowledge_files``), as the "parse" phase; with
-    ``reuse``, a file parsed before with the same bytes is taken from it.
+    ``reuse``, a file parsed before with the same bytes is taken from it; with ``spill``, the
+    documents are kept on disk (``SpilledDocuments``), not in memory.
 
     A file that breaks the format is reported and skipped; with ``strict`` the caller fails the
     build on any error (``build_failure``). So is a file that conflicts with an earlier one (the
@@ -132,18 +136,24 @@ def load_knowledge(
     corpus = KnowledgeCorpus(root=str(base))
     files = knowledge_files(base)
     advance = phases("parse", len(files)) if phases is not None else None
+    documents: list[Document] | SpilledDocuments = SpilledDocuments() if spill else []
     for relative in files:
         try:
             doc = _parsed(relative, (base / relative).read_bytes(), reuse)
         except KnowledgeFormatError as exc:
             corpus.diagnostics.append(Diagnostic("error", exc.path, exc.line, exc.detail))
         else:
-            corpus.documents.append(doc)
+            documents.append(doc)
             corpus.diagnostics += [Diagnostic("warning", relative, n, m) for n, m in doc.warnings]
         if advance is not None:
             advance(1)
     corpus.synonyms = _load_synonyms(base, corpus)
-    _check_duplicate_ids(corpus)
+    kept = _check_duplicate_ids(documents, corpus.diagnostics)
+    corpus.documents = (
+        documents.select(kept)
+        if isinstance(documents, SpilledDocuments)
+        else [documents[index] for index in kept]
+    )
     _check_links(corpus)
     return corpus
 
@@ -192,32 +202,46 @@ def _load_synonyms(base: Path, corpus: KnowledgeCorpus) -> list[list[str]]:
     return groups
 
 
-def _check_duplicate_ids(corpus: KnowledgeCorpus) -> None:
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What the duplicate check remembers of a kept document (not the document: at a million
+    sections that would hold them all)."""
+
+    semantic_id: str
+    path: str
+    tenant: str
+    valid_from: str | None
+    valid_until: str | None
+
+
+def _check_duplicate_ids(documents: Sequence[Document], diagnostics: list[Diagnostic]) -> list[int]:
     """Same id + same tenant is allowed only for successive versions, whose validity windows do
     not overlap; and an explicit section id belongs to one document. A file that breaks either
     rule is skipped — the later one in path order, so the same folder always builds the same
-    package — with an error naming both files (``--strict`` fails on it, as on any error)."""
-    versions: dict[tuple[str, str], list[Document]] = {}
-    owners: dict[str, Document] = {}
-    kept: list[Document] = []
-    for doc in corpus.documents:
+    package — with an error naming both files (``--strict`` fails on it, as on any error).
+    Returns the indices of the documents kept."""
+    versions: dict[tuple[str, str], list[_Kept]] = {}
+    owners: dict[str, _Kept] = {}
+    kept: list[int] = []
+    for index, doc in enumerate(documents):
         conflict = _conflict(doc, versions, owners)
         if conflict is not None:
             line, message = conflict
-            corpus.diagnostics.append(
+            diagnostics.append(
                 Diagnostic("error", doc.path, line, f"{message}; {doc.path} is skipped")
             )
             continue
-        kept.append(doc)
-        versions.setdefault((doc.semantic_id.casefold(), doc.tenant), []).append(doc)
+        kept.append(index)
+        seen = _Kept(doc.semantic_id, doc.path, doc.tenant, doc.valid_from, doc.valid_until)
+        versions.setdefault((doc.semantic_id.casefold(), doc.tenant), []).append(seen)
         for section in doc.sections:
             if section.explicit_id:
-                owners.setdefault(section.section_id.casefold(), doc)
-    corpus.documents = kept
+                owners.setdefault(section.section_id.casefold(), seen)
+    return kept
 
 
 def _conflict(
-    doc: Document, versions: dict[tuple[str, str], list[Document]], owners: dict[str, Document]
+    doc: Document, versions: dict[tuple[str, str], list[_Kept]], owners: dict[str, _Kept]
 ) -> tuple[int, str] | None:
     """``(line, message)`` when ``doc`` clashes with a document already kept, else None."""
     for other in versions.get((doc.semantic_id.casefold(), doc.tenant), []):
@@ -236,7 +260,7 @@ def _conflict(
     return None
 
 
-def _windows_overlap(first: Document, second: Document) -> bool:
+def _windows_overlap(first: _Kept | Document, second: _Kept | Document) -> bool:
     if first.tenant != second.tenant:
         return False
     start = max(first.valid_from or "0000-00-00", second.valid_from or "0000-00-00")
@@ -245,8 +269,10 @@ def _windows_overlap(first: Document, second: Document) -> bool:
 
 
 def _check_links(corpus: KnowledgeCorpus) -> None:
-    known = {doc.semantic_id.casefold() for doc in corpus.documents}
-    known |= {s.section_id.casefold() for doc in corpus.documents for s in doc.sections}
+    known: set[str] = set()
+    for doc in corpus.documents:  # one pass: spilled documents are read back for each
+        known.add(doc.semantic_id.casefold())
+        known.update(s.section_id.casefold() for s in doc.sections)
     for doc in corpus.documents:
         for section in doc.sections:
             for link in section.links:

@@ -28,6 +28,7 @@ from router.compile.fields import (
     section_fields,
     weighted_lengths,
 )
+from router.compile.spill import SpilledDocuments
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
@@ -257,14 +258,21 @@ class CompiledPartition:
     averages: dict[str, float] = field(default_factory=dict)
 
 
-def group_partitions(documents: Sequence[Document]) -> list[tuple[str, list[Document]]]:
+def group_partitions(documents: Sequence[Document]) -> list[tuple[str, Sequence[Document]]]:
     """(tenant, its documents in input order): the shared partition first (even when empty, so
-    an anonymous caller always has one), then the tenants in the order of their keys."""
-    groups: dict[str, list[Document]] = {ALL_TENANTS: []}
-    for doc in documents:
-        groups.setdefault(doc.tenant, []).append(doc)
+    an anonymous caller always has one), then the tenants in the order of their keys. Spilled
+    documents (``router.compile.spill``) are grouped as views, read back when iterated."""
+    groups: dict[str, list[int]] = {ALL_TENANTS: []}
+    for index, doc in enumerate(documents):
+        groups.setdefault(doc.tenant, []).append(index)
     tenants = sorted((t for t in groups if t != ALL_TENANTS), key=partition_key)
-    return [(ALL_TENANTS, groups[ALL_TENANTS])] + [(t, groups[t]) for t in tenants]
+
+    def members(tenant: str) -> Sequence[Document]:
+        if isinstance(documents, SpilledDocuments):
+            return documents.select(groups[tenant])
+        return [documents[index] for index in groups[tenant]]
+
+    return [(tenant, members(tenant)) for tenant in [ALL_TENANTS, *tenants]]
 
 
 def compile_partition(
