@@ -6,7 +6,7 @@ protocol, so the core never knows which one it talks to.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -122,7 +122,7 @@ class RelationalStore(Protocol):
     """D1: documents, sections, links, keywords and versions, as rows (migrations/d1)."""
 
     async def record_version(
-        self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
+        self, version: str, manifest: bytes, rows: Mapping[str, Iterable[dict[str, Any]]]
     ) -> None: ...
 
 

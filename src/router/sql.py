@@ -9,7 +9,7 @@ statement) in one place. Pure Python: it runs in the Worker.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from router.package.version.manifest import Manifest
@@ -29,6 +29,7 @@ __all__ = [
     "Statement",
     "chunked",
     "drop_version_statements",
+    "iter_version_statements",
     "version_statements",
 ]
 
@@ -108,7 +109,7 @@ def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 def version_statements(
     version: str,
     manifest: bytes,
-    rows: Mapping[str, Sequence[Mapping[str, Any]]],
+    rows: Mapping[str, Iterable[Mapping[str, Any]]],
     max_parameters: int = MAX_BOUND_PARAMETERS,
 ) -> list[Statement]:
     """Statements that replace every row of ``version`` (so re-publishing is idempotent).
@@ -130,8 +131,49 @@ def version_statements(
     return statements
 
 
+def iter_version_statements(
+    version: str,
+    manifest: bytes,
+    rows: Mapping[str, Iterable[Mapping[str, Any]]],
+    max_parameters: int = MAX_BOUND_PARAMETERS,
+) -> Iterator[Statement]:
+    """``version_statements`` one at a time, each table's rows read once as they are
+    inserted (a local publish of a million sections: the rows never held at once). The same
+    statements when each table's rows share their columns, as the catalog's do."""
+    format_version = Manifest.from_bytes(manifest).format_version
+    yield from drop_version_statements(version)
+    yield (
+        "INSERT INTO knowledge_versions (version, format_version, manifest) VALUES (?, ?, ?)",
+        [version, format_version, manifest.decode("utf-8")],
+    )
+    for table, table_rows in rows.items():
+        for names, run in _runs(table_rows, max_parameters):
+            yield from _insert_group(table, version, names, run, max_parameters)
+
+
+def _runs(
+    rows: Iterable[Mapping[str, Any]], max_parameters: int
+) -> Iterator[tuple[tuple[str, ...], list[Mapping[str, Any]]]]:
+    """Consecutive rows of the same columns, 64 statements' worth at most a run (a whole
+    number of statements, so the statements are ``_insert_statements``')."""
+    names: tuple[str, ...] = ()
+    run: list[Mapping[str, Any]] = []
+    limit = 0
+    for row in rows:
+        columns = tuple(row)
+        if run and (columns != names or len(run) >= limit):
+            yield names, run
+            run = []
+        if columns != names or not limit:
+            names = columns
+            limit = 64 * max(1, max_parameters // (len(columns) + 1))
+        run.append(row)
+    if run:
+        yield names, run
+
+
 def _insert_statements(
-    table: str, version: str, rows: Sequence[Mapping[str, Any]], max_parameters: int
+    table: str, version: str, rows: Iterable[Mapping[str, Any]], max_parameters: int
 ) -> Iterator[Statement]:
     if table not in CATALOG_TABLES:
         raise ValueError(f"unknown catalog table {table!r}; expected one of {CATALOG_TABLES}")
@@ -139,20 +181,33 @@ def _insert_statements(
     for row in rows:
         groups.setdefault(tuple(row), []).append(row)
     for names, group in groups.items():
-        columns = ["version", *names]
-        for column in columns:
-            if not _IDENTIFIER.match(column):
-                raise ValueError(f"invalid column name {column!r} for knowledge_{table}")
-        per_statement = max_parameters // len(columns)
-        if per_statement < 1:
-            raise ValueError(f"knowledge_{table} rows have more than {max_parameters} columns")
-        placeholder = "(" + ", ".join("?" * len(columns)) + ")"
-        for chunk in chunked(group, per_statement):
-            sql = f"INSERT INTO knowledge_{table} ({', '.join(columns)}) VALUES " + ", ".join(
-                [placeholder] * len(chunk)
-            )
-            params: list[Any] = []
-            for row in chunk:
-                params.append(version)
-                params.extend(row[name] for name in names)
-            yield sql, params
+        yield from _insert_group(table, version, names, group, max_parameters)
+
+
+def _insert_group(
+    table: str,
+    version: str,
+    names: tuple[str, ...],
+    group: Sequence[Mapping[str, Any]],
+    max_parameters: int,
+) -> Iterator[Statement]:
+    """The multi-row ``INSERT``s of rows that share ``names``."""
+    if table not in CATALOG_TABLES:
+        raise ValueError(f"unknown catalog table {table!r}; expected one of {CATALOG_TABLES}")
+    columns = ["version", *names]
+    for column in columns:
+        if not _IDENTIFIER.match(column):
+            raise ValueError(f"invalid column name {column!r} for knowledge_{table}")
+    per_statement = max_parameters // len(columns)
+    if per_statement < 1:
+        raise ValueError(f"knowledge_{table} rows have more than {max_parameters} columns")
+    placeholder = "(" + ", ".join("?" * len(columns)) + ")"
+    for chunk in chunked(group, per_statement):
+        sql = f"INSERT INTO knowledge_{table} ({', '.join(columns)}) VALUES " + ", ".join(
+            [placeholder] * len(chunk)
+        )
+        params: list[Any] = []
+        for row in chunk:
+            params.append(version)
+            params.extend(row[name] for name in names)
+        yield sql, params

@@ -19,7 +19,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,7 +258,7 @@ class WranglerD1Store:
         self.migrate = False
 
     async def record_version(
-        self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
+        self, version: str, manifest: bytes, rows: Mapping[str, Iterable[dict[str, Any]]]
     ) -> None:
         """Replace the version's rows: the statements of :func:`router.sql.version_statements`,
         inlined into one SQL file that ``wrangler d1 execute --file`` runs as one batch. The

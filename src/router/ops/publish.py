@@ -47,7 +47,7 @@ from router.ops.publish_plan import (
     size_of,
 )
 from router.ops.publish_report import PublishReport
-from router.ops.publish_rows import catalog_rows, package_catalog
+from router.ops.publish_rows import streamed_rows
 from router.ops.publish_verify import verify_blobs
 from router.package.reader import KnowledgePackage, load_package
 from router.package.version.layout import file_key, package_key
@@ -254,8 +254,8 @@ async def _run_step(
         await verify_blobs(files, package.manifest, target.name, target.blobs, journal)
     elif step == ROWS_STEP:
         assert target.relational is not None
-        catalog = package_catalog(files, package.manifest)
-        await target.relational.record_version(version, files[MANIFEST_NAME], catalog_rows(catalog))
+        rows = streamed_rows(files, package.manifest)  # each table read as it is written
+        await target.relational.record_version(version, files[MANIFEST_NAME], rows)
     elif step.startswith("vectors:"):
         assert target.vectors is not None
         if not records:

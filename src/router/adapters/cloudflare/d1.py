@@ -10,7 +10,7 @@ that was never activated, and publishing it again replaces its rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from router.adapters.cloudflare.jsconv import sql_params, to_js, to_py
@@ -78,7 +78,7 @@ class D1RelationalStore:
         self.max_batch = max_batch
 
     async def record_version(
-        self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
+        self, version: str, manifest: bytes, rows: Mapping[str, Iterable[dict[str, Any]]]
     ) -> None:
         await run_batches(self.binding, version_statements(version, manifest, rows), self.max_batch)
 

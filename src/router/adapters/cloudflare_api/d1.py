@@ -19,7 +19,7 @@ by :mod:`router.sql` carry every value as a parameter, never as a quoted literal
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -148,7 +148,7 @@ class D1RelationalStore:
         self.max_bytes = max_bytes
 
     async def record_version(
-        self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
+        self, version: str, manifest: bytes, rows: Mapping[str, Iterable[dict[str, Any]]]
     ) -> None:
         """Replace the version's rows; the first request deletes the old ones, so a failure
         anywhere restarts the whole sequence (see the module docstring)."""

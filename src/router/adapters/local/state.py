@@ -12,7 +12,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from router.sql import (
     QUESTION_LOG_SELECT,
     VERSIONS_NEWEST_FIRST,
     drop_version_statements,
-    version_statements,
+    iter_version_statements,
 )
 
 __all__ = [
@@ -268,11 +268,12 @@ class SqliteRelationalStore:
         return applied
 
     async def record_version(
-        self, version: str, manifest: bytes, rows: dict[str, list[dict[str, Any]]]
+        self, version: str, manifest: bytes, rows: Mapping[str, Iterable[dict[str, Any]]]
     ) -> None:
-        """Replace the version's rows in one transaction (so re-publishing is idempotent)."""
+        """Replace the version's rows in one transaction (so re-publishing is idempotent),
+        each table's rows read once as they are inserted."""
         with self._connect() as db:
-            for sql, params in version_statements(version, manifest, rows):
+            for sql, params in iter_version_statements(version, manifest, rows):
                 db.execute(sql, params)
 
     async def versions(self) -> list[str]:

@@ -8,7 +8,7 @@ fields and its sections', not their texts), packed in document order into chunk 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from router.errors import PackageFormatError
@@ -23,6 +23,7 @@ __all__ = [
     "RECORD_CHUNK_BYTES",
     "decode_record",
     "encode_records",
+    "iter_records_in_files",
     "record_of",
     "records_in_files",
 ]
@@ -125,13 +126,16 @@ def decode_record(item: str) -> Document:
 
 def records_in_files(files: Mapping[str, bytes], partition: str) -> list[str]:
     """Every record of one partition, as its JSON text, from a package's files (publish)."""
+    return list(iter_records_in_files(files, partition))
+
+
+def iter_records_in_files(files: Mapping[str, bytes], partition: str) -> Iterator[str]:
+    """``records_in_files``, one chunk read at a time (a large publish's rows)."""
     bundle_name = partition_file(partition, BUNDLE_NAME)
     resident = decode_bundle(files[bundle_name], bundle_name)
     index = decode_text_index(resident[RECORDS_INDEX_NAME], RECORDS_STEM)
-    records = []
     for chunk, name in enumerate(index.chunk_names()):
         try:
-            records += index.chunk_texts(chunk, files[partition_file(partition, name)])
+            yield from index.chunk_texts(chunk, files[partition_file(partition, name)])
         except UnicodeDecodeError as exc:
             raise PackageFormatError(f"{partition}: a record of {name} is malformed") from exc
-    return records
