@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ from router.compile.build import build_knowledge, write_package
 from router.compile.corpus import SYNONYMS_FILE
 from router.compile.doc2query import Doc2Query
 from router.compile.indexer import BuildConfig
+from router.compile.staging import StagedFiles
 from router.errors import ConfigError, QualityGateError, RouterError
 from router.ops.publish import publish_direct
 from router.package.version.layout import package_key
@@ -95,10 +97,22 @@ async def _build_reporting(args: argparse.Namespace) -> None:
 
 async def build_once(args: argparse.Namespace) -> int:
     """One ``kr build``: compile — a delta against the last full build when it may (docs/adr/
-    0020), else everything, reusing unchanged files' parse — publish, gate and activate."""
+    0020), else everything, reusing unchanged files' parse — publish, gate and activate.
+
+    A full build keeps its documents on disk (``router.compile.spill``) and writes the
+    package's files to a staging folder in the state as they are made, published from there
+    and removed at the end (``router.compile.staging``): bounded memory at a million
+    sections."""
+    state = local_state(args.state)
+    staging_root = state.root / "build"
+    staging_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="staging-", dir=staging_root) as staging:
+        return await _build_once(args, state, StagedFiles(staging))
+
+
+async def _build_once(args: argparse.Namespace, state: LocalState, staged: StagedFiles) -> int:
     doc2query = doc2query_from_env(args.doc2query, os.environ)
     encoder = embedder_by_name(args.embedder)
-    state = local_state(args.state)
     full = getattr(args, "full", False)
     reuse = None if full else DocumentCache(state.root)
     base = BuildBase(state.root)
@@ -132,6 +146,7 @@ async def build_once(args: argparse.Namespace) -> int:
                     doc2query=doc2query,
                     reuse=reuse,
                     spill=True,
+                    store=staged,
                 )
                 written = write_package(result.package, args.out, phases) if args.out else None
             if reuse is not None:

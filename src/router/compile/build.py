@@ -15,6 +15,7 @@ from router.compile.corpus import (
 from router.compile.doc2query import Doc2Query
 from router.compile.embedding import PassageEncoder, embed_sections
 from router.compile.indexer import BuildConfig, CompiledPackage, compile_documents
+from router.compile.staging import PackageFiles, StagedFiles
 
 __all__ = ["BuildPhases", "BuildResult", "build_knowledge", "write_package"]
 
@@ -34,6 +35,7 @@ def build_knowledge(
     doc2query: Doc2Query | None = None,
     reuse: ParsedDocuments | None = None,
     spill: bool = False,
+    store: StagedFiles | None = None,
 ) -> BuildResult:
     """Parse and compile a knowledge folder. Errors fail the build only with ``strict`` (all of
     them listed); otherwise each file in error is skipped and reported. With an ``encoder`` the
@@ -44,7 +46,8 @@ def build_knowledge(
     the documents of earlier builds (a file whose bytes did not change is not parsed again).
     ``spill`` keeps the parsed documents on disk, read back one at a time by each step
     (``router.compile.spill``: bounded memory at a million sections) — not with an ``encoder``
-    or ``doc2query``, whose steps hold or change the documents themselves."""
+    or ``doc2query``, whose steps hold or change the documents themselves. ``store`` takes
+    the package's files as they are made (``router.compile.staging``), not held in memory."""
     spill = spill and encoder is None and doc2query is None
     corpus = load_knowledge(root, strict=strict, phases=phases, reuse=reuse, spill=spill)
     if corpus.errors and (strict or not corpus.documents):  # nothing left: say why
@@ -57,7 +60,13 @@ def build_knowledge(
         embeddings = embed_sections(corpus.documents, encoder, phases=phases)
     compiling = phases("compile", len(corpus.documents)) if phases is not None else None
     package = compile_documents(
-        corpus.documents, config, corpus.synonyms, source, embeddings, advance=compiling
+        corpus.documents,
+        config,
+        corpus.synonyms,
+        source,
+        embeddings,
+        advance=compiling,
+        store=store,
     )
     return BuildResult(corpus, package)
 
@@ -70,8 +79,12 @@ def write_package(
     target.mkdir(parents=True, exist_ok=True)
     files = package.files()
     writing = phases("write", len(files)) if phases is not None else None
-    for name, blob in files.items():
-        (target / name).write_bytes(blob)
+    staged = files.staged if isinstance(files, PackageFiles) else None
+    for name in files:
+        if staged is not None and name in staged:
+            staged.copy_to(name, target / name)  # not read into memory
+        else:
+            (target / name).write_bytes(files[name])
         if writing is not None:
             writing(1)
     return target

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import Stemmer
@@ -29,6 +29,7 @@ from router.compile.fields import (
     weighted_lengths,
 )
 from router.compile.spill import SpilledDocuments
+from router.compile.staging import PackageFiles, StagedFiles
 from router.errors import ConfigError
 from router.knowledge.model import ALL_TENANTS, Document, Section
 from router.knowledge.parser import strip_wikilinks
@@ -46,7 +47,7 @@ from router.package.format.vectors import encode_vectors
 from router.package.format.vocabulary import encode_vocabulary
 from router.package.format.words import encode_word_chunks
 from router.package.version.content_names import is_lazy
-from router.package.version.manifest import VECTORS_NAME, Manifest, dumps_json
+from router.package.version.manifest import MANIFEST_NAME, VECTORS_NAME, Manifest, dumps_json
 from router.package.version.partitions import PartitionEntry, partition_file, partition_key
 from router.stages.graph import RELATION_WEIGHTS
 
@@ -130,19 +131,22 @@ class SectionEmbeddings:
 
 @dataclass(frozen=True)
 class CompiledPackage:
-    """A built package in memory: the manifest plus its artifacts by name."""
+    """A built package: the manifest plus its artifacts by name (in memory, or staged in a
+    folder: ``router.compile.staging``)."""
 
     manifest: Manifest
-    artifacts: dict[str, bytes]
+    artifacts: Mapping[str, bytes]
     partitions: dict[str, CompiledPartition] = field(default_factory=dict, repr=False)
 
     @property
     def knowledge_version(self) -> str:
         return self.manifest.knowledge_version
 
-    def files(self) -> dict[str, bytes]:
-        """Every file of the package, manifest included."""
-        return {"manifest.json": self.manifest.to_bytes(), **self.artifacts}
+    def files(self) -> Mapping[str, bytes]:
+        """Every file of the package, manifest included (staged ones read when asked)."""
+        if isinstance(self.artifacts, StagedFiles):
+            return PackageFiles(MANIFEST_NAME, self.manifest.to_bytes(), self.artifacts)
+        return {MANIFEST_NAME: self.manifest.to_bytes(), **self.artifacts}
 
 
 def section_index_text(doc: Document, section: Section, first: bool) -> str:
@@ -161,9 +165,12 @@ def compile_documents(
     source: dict[str, Any] | None = None,
     embeddings: SectionEmbeddings | None = None,
     advance: Callable[[int], None] | None = None,
+    store: StagedFiles | None = None,
 ) -> CompiledPackage:
     """Build the package; same documents, config and vectors → byte-identical artifacts;
-    ``advance(n)`` after each partition, with its number of documents.
+    ``advance(n)`` after each partition, with its number of documents. With ``store`` the
+    files are written there as they are made (each lazy file as soon as its encoder returns
+    it), not held in memory.
 
     Documents are compiled per partition (the shared one, then one per tenant; docs/adr/0010):
     each partition has its own vocabulary, statistics, accent lexicon and typo words, so nothing
@@ -182,7 +189,7 @@ def compile_documents(
         config.analyzer,
     )
     build_stem = pystemmer(config.analyzer.language)
-    artifacts: dict[str, bytes] = {}
+    artifacts: MutableMapping[str, bytes] = {} if store is None else store
     compiled_partitions: dict[str, CompiledPartition] = {}
     entries: list[PartitionEntry] = []
     shared_lexicon: dict[str, str] = {}
@@ -203,14 +210,15 @@ def compile_documents(
             first_section,
             synonyms if not entries else (),
             partition_vectors(members, rows, embeddings),
+            sink=None if store is None else _prefixed(store, key),
         )
         if advance is not None:
             advance(len(members))
         if not entries:
             shared_lexicon, shared_sections = compiled.lexicon, compiled.sections
             shared_targets = own_targets
-        compiled_partitions[key] = compiled
         artifacts.update(partition_artifacts(key, compiled.files))
+        compiled_partitions[key] = compiled if store is None else replace(compiled, files={})
         entries.append(PartitionEntry(key, tenant, len(members), compiled.sections, first_section))
         blocks = compiled.blocks
         totals.update(compiled.counts)
@@ -223,7 +231,7 @@ def compile_documents(
     }
     counts["partitions"] = len(entries)
     manifest = Manifest.create(
-        {name: blob for name, blob in artifacts.items() if not is_lazy(name)},
+        {name: artifacts[name] for name in artifacts if not is_lazy(name)},
         config.analyzer.to_dict(),
         config.bm25.to_dict(),
         counts,
@@ -233,6 +241,15 @@ def compile_documents(
         partitions=tuple(entries),
     )
     return CompiledPackage(manifest, artifacts, compiled_partitions)
+
+
+def _prefixed(store: MutableMapping[str, bytes], key: str) -> Callable[[str, bytes], None]:
+    """Writes a partition's file into ``store`` under its package name."""
+
+    def put(name: str, blob: bytes) -> None:
+        store[partition_file(key, name)] = blob
+
+    return put
 
 
 def partition_artifacts(key: str, files: Mapping[str, bytes]) -> dict[str, bytes]:
@@ -285,11 +302,14 @@ def compile_partition(
     synonyms: Sequence[Sequence[str]],
     vectors: bytes | None,
     averages: Mapping[str, float] | None = None,
+    sink: Callable[[str, bytes], None] | None = None,
 ) -> CompiledPartition:
     """A partition's files. A tenant partition analyses with its own accent lexicon under the
     shared one (shared spellings win), which is exactly the analyzer its queries get.
     ``links`` resolves its wikilinks and parent ids; ``averages`` (a delta's: its base's)
-    replaces its own average lengths."""
+    replaces its own average lengths. ``sink(name, blob)`` takes each lazy file as soon as
+    its encoder returns it (then not in ``files``): a partition's files are not held at once."""
+    kept = _Kept(sink)
     lexicon = build_accent_lexicon(
         (_joined(f) for f in _section_fields(documents)), config.analyzer, build_stem
     )
@@ -300,44 +320,66 @@ def compile_partition(
         documents, analyzer, config, first_section, averages or {}
     )
     directory, shards, df = encode_shards(blocks, len(terms), first_section + sections)
-    resolve = links.section
-    files = {
-        DOCS_NAME: encode_columns(documents),
-        **encode_records(_records(documents)),
-        "synonyms.json": dumps_json([list(group) for group in synonyms]),
-        **encode_vocabulary(
-            terms,
-            df,
-            filed_keywords(documents, analyzer.terms, vocabulary, first_section, resolve),
-        ),
-        "lexicon.bin": encode_string_map(
-            stored_lexicon(lexicon, shared_lexicon, Analyzer(config.analyzer, stem=build_stem))
-        ),
-        "postings.bin": directory,
-        **encode_exact_chunks(documents),
-        **encode_graph_chunks(
-            graph_edges(
-                documents,
-                first_section,
-                resolve,
-                links.document,
-                RELATION_WEIGHTS,
-            )
-        ),
-        **shards,
-        **_surface_files(
-            analyzer, _surface_words(analyzer, documents, _bodies(documents), vocabulary)
-        ),
-        **encode_texts(_bodies(documents)),
-    }
-    if vectors is not None:
-        files[VECTORS_NAME] = vectors
     counts = {
         "sections": sections,
         "terms": len(terms),
         "postings": sum(len(block[1]) for block in blocks.values()),
     }
-    return CompiledPartition(files, lexicon, sections, list(blocks), counts, used_averages)
+    names = list(blocks)
+    del blocks  # the postings are in the shards now (a 1M build: ≈ 0.35 GB of arrays)
+    shards = kept(shards)
+    resolve = links.section
+    files = {
+        DOCS_NAME: encode_columns(documents),
+        **kept(encode_records(_records(documents))),
+        "synonyms.json": dumps_json([list(group) for group in synonyms]),
+        **kept(
+            encode_vocabulary(
+                terms,
+                df,
+                filed_keywords(documents, analyzer.terms, vocabulary, first_section, resolve),
+            )
+        ),
+        "lexicon.bin": encode_string_map(
+            stored_lexicon(lexicon, shared_lexicon, Analyzer(config.analyzer, stem=build_stem))
+        ),
+        "postings.bin": directory,
+        **kept(encode_exact_chunks(documents)),
+        **kept(
+            encode_graph_chunks(
+                graph_edges(documents, first_section, resolve, links.document, RELATION_WEIGHTS)
+            )
+        ),
+        **shards,
+        **kept(
+            _surface_files(
+                analyzer, _surface_words(analyzer, documents, _bodies(documents), vocabulary)
+            )
+        ),
+        **kept(encode_texts(_bodies(documents))),
+    }
+    if vectors is not None:
+        files[VECTORS_NAME] = vectors
+    return CompiledPartition(files, lexicon, sections, names, counts, used_averages)
+
+
+class _Kept:
+    """What a partition keeps of an encoder's files: all of them, or (with a sink) the
+    resident ones, each lazy file handed to the sink at once."""
+
+    def __init__(self, sink: Callable[[str, bytes], None] | None) -> None:
+        self._sink = sink
+
+    def __call__(self, files: Mapping[str, bytes]) -> dict[str, bytes]:
+        if self._sink is None:
+            return dict(files)
+        resident = {}
+        for name, blob in files.items():
+            if is_lazy(name):
+                self._sink(name, blob)
+            else:
+                resident[name] = blob
+        return resident
 
 
 def _bodies(documents: Iterable[Document]) -> Iterator[str]:
