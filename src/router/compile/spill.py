@@ -64,7 +64,7 @@ class SpilledDocuments(Sequence[Document]):
         spans = array("Q")
         for index in indices:
             spans.extend(self._spans[2 * index : 2 * index + 2])
-        return SpilledDocuments(self._file, spans)
+        return type(self)(self._file, spans)
 
     def _read(self, start: int, end: int) -> Document:
         self._file.seek(start)
