@@ -2,7 +2,7 @@
 peak RSS, and the quality of the by-construction query set.
 
     python bench/build_scale.py --sections 10000 100000 [--root /work/synthetic] [--seed 1]
-        [--tenants 20] [--no-query] [--no-eval]
+        [--tenants 20] [--no-query] [--no-eval] [--bm25s]
 
 For each size: the corpus (bench/synthetic_corpus.py) is generated under ROOT/<size>/ unless it
 is there already with the same arguments; ``kr build DIR --strict --embedder none --out PKG
@@ -10,8 +10,10 @@ is there already with the same arguments; ``kr build DIR --strict --embedder non
 (``os.wait4``'s rusage) are reported; then the version is activated in that private state and
 ``kr query`` is timed the same way (cold: load, verify and decode the package, one answer), with
 the sample knowledge as the baseline; ``kr eval ROOT/<size>/_queries.jsonl --package PKG`` gives
-hit@1, MRR, abstention accuracy and forbidden leaks. Everything is written under ROOT, outside
-the repository.
+hit@1, MRR, abstention accuracy and forbidden leaks. With ``--bm25s``, bm25s indexes the same
+sections in another child (``scale.section_texts``: title, heading, body, the document's fields
+on its first section; tokenized by our analyzer): its parse, tokenize and index seconds and its
+peak RSS, beside the build's. Everything is written under ROOT, outside the repository.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from scale import Run, build, ensure_corpus  # noqa: E402  (one corpus cache and build for both)
+from scale import Run, build, ensure_corpus, section_texts  # noqa: E402  (one cache, one build)
 from scale import run_measured as run  # noqa: E402
 
 SAMPLE = ROOT / "knowledge"
@@ -55,6 +57,43 @@ def evaluate(queries: Path, package: Path) -> dict[str, Any]:
     return {k: round(overall[k], 3) if overall.get(k) is not None else None for k in keys}
 
 
+def bm25s_index(corpus: Path) -> dict[str, Any]:
+    """bm25s's index of the sections of ``corpus``, in a child: seconds per step, peak RSS."""
+    result = run([sys.executable, str(Path(__file__)), "--bm25s-child", str(corpus)])
+    if result.status != 0:
+        raise RuntimeError(f"bm25s child failed ({result.status}): {result.stderr[-800:]}")
+    figures: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    figures["bm25s_wall_s"] = round(result.wall_s, 1)
+    figures["bm25s_rss_mib"] = round(result.max_rss_mib)
+    return figures
+
+
+def bm25s_child(corpus: Path) -> None:
+    """Parse, tokenize (our analyzer) and index (bm25s, lucene, k1 1.5, b 0.75): seconds each."""
+    import time
+
+    import bm25s
+
+    from router.analysis.analyzer import Analyzer
+
+    started = time.perf_counter()
+    texts = section_texts(corpus)
+    parsed = time.perf_counter()
+    analyzer = Analyzer()
+    tokens = [analyzer.terms(text) for text in texts]
+    tokenized = time.perf_counter()
+    bm25s.BM25(method="lucene", k1=1.5, b=0.75).index(tokens, show_progress=False)
+    indexed = time.perf_counter()
+    figures = {
+        "bm25s_version": bm25s.__version__,
+        "bm25s_sections": len(texts),
+        "bm25s_parse_s": round(parsed - started, 1),
+        "bm25s_tokenize_s": round(tokenized - parsed, 1),
+        "bm25s_index_s": round(indexed - tokenized, 2),
+    }
+    print(json.dumps(figures))
+
+
 def sample_query_rss(work: Path) -> float:
     """``kr query`` peak RSS on the sample knowledge: the baseline of the query columns."""
     state = work / "state"
@@ -73,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tenants", type=int, default=20)
     parser.add_argument("--no-query", action="store_true", help="skip the kr query columns")
     parser.add_argument("--no-eval", action="store_true", help="skip the kr eval columns")
+    parser.add_argument("--bm25s", action="store_true", help="bm25s's index of the sections")
+    parser.add_argument("--bm25s-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.bm25s_child is not None:
+        bm25s_child(args.bm25s_child)
+        return 0
     if args.root.resolve().is_relative_to(ROOT):
         parser.error("--root must be outside the repository (corpora are never committed)")
     rows = []
@@ -105,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             row["query_rss_over_sample_mib"] = round(row["query_rss_mib"] - baseline)
         if not args.no_eval:
             row.update(evaluate(args.root / name / "_queries.jsonl", package))
+        if args.bm25s:
+            row.update(bm25s_index(args.root / name))
         rows.append(row)
         print(json.dumps(row), flush=True)
     if baseline is not None:
