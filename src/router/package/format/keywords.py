@@ -50,14 +50,18 @@ def filed_keywords(
     """The phrases filed under each term id of ``vocabulary``; ``target_section(id)`` is the
     view section a wikilink target names (this partition's, or the shared partition's), or None."""
     entries: list[KeywordEntry] = []
-    seen: set[tuple[frozenset[str], int]] = set()
+    # (term ids, section) of the entries: the ids stand for the phrase's distinct terms (a set
+    # of strings per entry was ≈ 0.2 KB of a large build's peak), and share the entry's tuple
+    seen: set[tuple[tuple[int, ...], int]] = set()
 
     def add(phrase: str, section: int, kind: str) -> None:
-        key = frozenset(analyze(phrase))
-        if not key or (key, section) in seen or not all(t in vocabulary for t in key):
+        words = set(analyze(phrase))
+        if not words or not all(t in vocabulary for t in words):
             return  # (a term the partition does not index can never be asked of it)
-        seen.add((key, section))
-        terms = tuple(sorted(vocabulary[t] for t in key))
+        terms = tuple(sorted(vocabulary[t] for t in words))
+        if (terms, section) in seen:
+            return
+        seen.add((terms, section))
         entries.append((terms, section, KEYWORD_KINDS.index(kind)))
 
     section = first_section
@@ -79,6 +83,7 @@ def filed_keywords(
                 if target is not None and link.label and link.label != link.target:
                     add(link.label, target, "link")
             section += 1
+    seen.clear()  # not needed past here: the rest is built with the entries alone
     targets = Counter(terms for terms, _, _ in entries)
     entries = [entry for entry in entries if targets[entry[0]] <= MAX_PHRASE_TARGETS]
     phrases_of = [0] * len(vocabulary)
