@@ -68,9 +68,10 @@ from router.contract import MAX_QUERY_CHARS, QueryRequest, QueryResponse
 from router.package.reader import KnowledgePackage
 from router.package.stores.budget import ReaderBudget
 from router.package.view import PackageView
-from router.ranking.bm25 import block_weights, bm25_method, query_lists
-from router.ranking.numpy_backend import PostingArrays, numpy_top_k
+from router.ranking.bm25 import block_weights, bm25_method
+from router.ranking.numpy_backend import PostingArrays
 from router.ranking.pruning import ScoreBounds
+from router.ranking.top_k import served_terms_top_k
 from router.sync import run_sync
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +120,9 @@ def ours(collection: BeirCollection, language: str) -> tuple[list[Engine], Analy
 
 
 def _bm25f_search(package: KnowledgePackage, collection: BeirCollection) -> tuple[Search, Analyze]:
-    """The lexical stage's scoring (``served_top_k`` in CPython is ``numpy_top_k``) with every
-    term and posting list loaded first: a warm isolate, as the peers hold their index in memory."""
+    """The lexical stage's scoring (``served_terms_top_k``: in CPython ``numpy_terms_top_k``) with
+    every term and posting list loaded first: a warm isolate, as the peers hold their index in
+    memory."""
     view, score = _bm25f_scorer(package, collection)
     analyze = view.analyzer.terms
     return (lambda text, k: score(analyze(text), k)), analyze
@@ -142,8 +144,7 @@ def _bm25f_scorer(
     method, bounds, arrays = bm25_method(view), ScoreBounds(), PostingArrays()
 
     def score(terms: list[str], k: int) -> list[str]:
-        lists = query_lists(view, terms, weights, method)
-        ranking = numpy_top_k(lists, k, bounds=bounds, arrays=arrays)
+        ranking = served_terms_top_k(view, terms, weights, method, k, bounds=bounds, arrays=arrays)
         return [ids[section] for section, _ in ranking.ranked]
 
     return view, score

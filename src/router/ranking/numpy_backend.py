@@ -37,15 +37,15 @@ as much as scoring them. ``Ranking.postings`` is the postings summed (all of the
 from __future__ import annotations
 
 import sys
-from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Collection, Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from router.config import DEFAULT_MAX_POSTINGS
 from router.package.format.postings import Postings
 from router.ranking import pruning as bm25_pruning
-from router.ranking.bm25 import QueryList
+from router.ranking.bm25 import QueryList, lists_idf, query_lists
 from router.ranking.maxscore import COMPLETION_RESERVE
 from router.ranking.pruning import weighted_top_k
 from router.ranking.result import Ranking
@@ -53,13 +53,19 @@ from router.ranking.score_bounds import ScoreBounds
 from router.results import Mask
 from router.trace import NO_DEADLINE, Deadline
 
+if TYPE_CHECKING:
+    from router.package.stores.shards import Loaded, PartitionShards
+    from router.package.view import PackageView
+
 __all__ = [
     "ARRAY_CACHE_BYTES",
     "DENSE_FACTOR",
     "DENSE_SECTIONS",
     "NUMPY_MIN_POSTINGS",
+    "PLAN_ENTRIES",
     "PostingArrays",
     "numpy_available",
+    "numpy_terms_top_k",
     "numpy_top_k",
 ]
 
@@ -87,6 +93,10 @@ NUMPY_MIN_POSTINGS = 64
 """Queries of fewer postings are scored by the pure path: numpy's fixed cost (~12 µs a query)
 is more than summing so few in Python (measured on SciFact's lists: 11 vs 13 µs below 64
 postings, 24 vs 12 µs at 64–127, 155 vs 15 µs at ~1,000)."""
+
+PLAN_ENTRIES = 8192
+"""(block, term) plans a view keeps (``_Plans``: a term's IDF and where its lists are, ≈ 300
+bytes each; SciFact's 300 test queries ask ≈ 1,300 terms), the oldest dropped first."""
 
 _ENTRY_BYTES = 256
 """What one memo entry costs besides its arrays (the key, the tuple, two array headers)."""
@@ -249,6 +259,146 @@ def numpy_top_k(
     return weighted_top_k(
         query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
     )
+
+
+def numpy_terms_top_k(
+    view: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    k: int,
+    allowed: Collection[int] | None = None,
+    *,
+    loaded: Loaded | None = None,
+    term_weights: Mapping[str, float] | None = None,
+    bounds: ScoreBounds | None = None,
+    max_postings: int | None = None,
+    arrays: PostingArrays | None = None,
+    deadline: Deadline = NO_DEADLINE,
+) -> Ranking:
+    """``numpy_top_k(query_lists(view, terms, weights, method, loaded, term_weights), k, ...)``,
+    its lists found through the view's plans (``_Plans``): per (block, term), the IDF and the
+    memo keys of its lists, looked up once per view, so that a query costs a dict lookup per
+    term and list, not the shard lookups and document frequencies ``query_lists`` repeats.
+    Each list's weight is the product ``query_lists`` computes, in its order (the same float);
+    any query this cannot plan goes through ``query_lists`` and ``numpy_top_k`` unchanged."""
+    if k > 0 and terms and numpy_available():
+        plans: _Plans = view.derive(_PLANS, _Plans)
+        found = _planned(plans, view, terms, weights, method, loaded, term_weights, bounds, arrays)
+        if found is not None:
+            lists, total, space = found
+            order = _summing_order(lists, total, space, k, allowed, max_postings)
+            if order is not None:
+                return Ranking(_top_k(order, k, allowed, space), False, total)
+    query = query_lists(view, terms, weights, method, loaded, term_weights)
+    return numpy_top_k(
+        query,
+        k,
+        allowed,
+        bounds=bounds,
+        max_postings=max_postings,
+        arrays=arrays,
+        deadline=deadline,
+    )
+
+
+_PLANS = "bm25_numpy_plans"
+
+_Entry = tuple[tuple[str, int], int, float, int, "PartitionShards", int]
+"""Where one list of a planned term is: its ``PostingArrays`` key, its term id in its block,
+the block's quantization step and sections, its partition's shards and the term's id there."""
+
+
+_Plan = tuple[float, tuple[_Entry, ...] | None]
+"""A term's IDF in one block of a view and where its lists are (None: a list has no memo key,
+an in-memory block; the numpy path then takes ``query_lists``)."""
+
+
+class _Plans:
+    """A view's (block, term) → ``_Plan``: valid for the view's life (its partitions and
+    tombstones do not change), at most ``PLAN_ENTRIES`` of them."""
+
+    def __init__(self, view: PackageView) -> None:
+        self.held: dict[tuple[str, str], _Plan] = {}
+        self.sections = view.section_total
+
+    def build(
+        self, view: PackageView, block: str, term: str, method: str, loaded: Loaded | None
+    ) -> _Plan:
+        """The term's plan in ``block``, from its entries and shards (loaded for this query)."""
+        stores, found = [], []
+        for part, entry in zip(view.parts, view.term_entries(term), strict=True):
+            if entry is not None:
+                store = part.partition.postings
+                stores.append((store, entry.id))
+                found.append(store.postings(entry.id, block, loaded))
+        plan: _Plan = (0.0, None)
+        if all(postings.key for postings, _ in found):
+            dead = view.dead_frequency(term, block)
+            weight = lists_idf(found, dead, method, self.sections) if found else 0.0
+            entries = tuple(
+                ((p.key, t), t, p.scale, p.num_sections, store, own)
+                for (p, t), (store, own) in zip(found, stores, strict=True)
+            )
+            plan = (weight, entries)
+        held = self.held
+        if len(held) >= PLAN_ENTRIES:
+            del held[next(iter(held))]
+        held[(block, term)] = plan
+        return plan
+
+
+def _planned(
+    plans: _Plans,
+    view: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    loaded: Loaded | None,
+    term_weights: Mapping[str, float] | None,
+    bounds: ScoreBounds | None,
+    arrays: PostingArrays | None,
+) -> tuple[list[tuple[float, int, _List, float]], int, int] | None:
+    """The query's lists as ``numpy_top_k`` gathers them — (bound, query-order rank, list,
+    weight), in ``query_lists``'s order — with their postings and the sections they span; None
+    when the numpy path cannot sum them (a list without a memo key, with a head, an impact
+    not positive, a weight of 1 or not positive)."""
+    if bounds is None:
+        bounds = ScoreBounds(max_bytes=0)
+    memo = arrays if arrays is not None else PostingArrays(0)
+    held, touch, plan_of = memo._held, memo._held.move_to_end, plans.held.get
+    counts = Counter(terms)
+    scale = term_weights or {}
+    lists: list[tuple[float, int, _List, float]] = []
+    total = space = 0
+    for name, weight in weights.items():
+        for term, count in counts.items():
+            plan = plan_of((name, term))
+            if plan is None:
+                plan = plans.build(view, name, term, method, loaded)
+            idf_weight, entries = plan
+            if not entries:
+                if entries is None:
+                    return None
+                continue
+            w = count * weight * idf_weight * scale.get(term, 1.0)  # as ``query_lists``
+            for key, own, step, sections, store, entry in entries:
+                found = held.get(key)
+                if found is not None:
+                    touch(key)
+                else:
+                    postings, _ = store.postings(entry, name, loaded)
+                    found = memo.find(postings, own, bounds)
+                    if found is None:
+                        continue
+                lw = w * step
+                if not found.usable or not lw > 0 or lw == 1:
+                    return None
+                lists.append((found.maximum * lw, len(lists), found, lw))
+                total += len(found.ids)
+                if sections > space:
+                    space = sections
+    return lists, total, space
 
 
 def _summing_order(
