@@ -315,11 +315,11 @@ an in-memory block; the numpy path then takes ``query_lists``)."""
 
 
 class _Plans:
-    """A view's (block, term) → ``_Plan``: valid for the view's life (its partitions and
-    tombstones do not change), at most ``PLAN_ENTRIES`` of them."""
+    """A view's block → term → ``_Plan``: valid for the view's life (its partitions and
+    tombstones do not change), at most ``PLAN_ENTRIES`` a block."""
 
     def __init__(self, view: PackageView) -> None:
-        self.held: dict[tuple[str, str], _Plan] = {}
+        self.held: dict[str, dict[str, _Plan]] = {}
         self.sections = view.section_total
 
     def build(
@@ -341,10 +341,10 @@ class _Plans:
                 for (p, t), (store, own) in zip(found, stores, strict=True)
             )
             plan = (weight, entries)
-        held = self.held
+        held = self.held.setdefault(block, {})
         if len(held) >= PLAN_ENTRIES:
             del held[next(iter(held))]
-        held[(block, term)] = plan
+        held[term] = plan
         return plan
 
 
@@ -366,14 +366,15 @@ def _planned(
     if bounds is None:
         bounds = ScoreBounds(max_bytes=0)
     memo = arrays if arrays is not None else PostingArrays(0)
-    held, touch, plan_of = memo._held, memo._held.move_to_end, plans.held.get
+    held, touch = memo._held, memo._held.move_to_end
     counts = Counter(terms)
     scale = term_weights or {}
     lists: list[tuple[float, int, _List, float]] = []
     total = space = 0
     for name, weight in weights.items():
+        plan_of = plans.held.get(name, {}).get
         for term, count in counts.items():
-            plan = plan_of((name, term))
+            plan = plan_of(term)
             if plan is None:
                 plan = plans.build(view, name, term, method, loaded)
             idf_weight, entries = plan
@@ -441,34 +442,36 @@ def _top_k(
 ) -> list[tuple[int, float]]:
     """Sum the lists in the order given (the pure path's), then rank the sums (``_ranked``)."""
     np = _numpy
-    ids = np.concatenate([f.ids for _, _, f, _ in order])
-    contributions = np.concatenate(
-        [f.weighted if f.weight == w else f.times(w) for _, _, f, w in order]
-    )
-    if space > max(DENSE_SECTIONS, DENSE_FACTOR * len(ids)):
-        sections, inverse = np.unique(ids, return_inverse=True)
-        scores = np.bincount(inverse, weights=contributions, minlength=len(sections))
-        if allowed is not None:
-            sections, scores = _allowed(sections, scores, allowed)
-        return _ranked(sections, scores, k, order)
-    summed = np.bincount(ids, weights=contributions, minlength=space)
-    if isinstance(allowed, Mask):  # x × 1 == x, x × 0 == 0: the hidden sections drop out
-        summed *= np.frombuffer(allowed, dtype=np.uint8, count=space) != 0
-    elif allowed is not None:
-        sections = np.flatnonzero(summed)
-        return _ranked(*_allowed(sections, summed[sections], allowed), k, order)
     # A lower bound of the k-th best score, so that ``_ranked`` ranks the few sections reaching
     # it, not all: without a filter, a list's k-th largest weighted impact (its k sections score
     # at least that: a sum of positive floats never falls below a term); with one, the k-th best
     # of every step-th section's score.
     floor = 0.0
-    if allowed is None:
-        for _, _, found, weight in order:
+    held, contributions = [], []
+    for _, _, found, weight in order:
+        held.append(found.ids)
+        contributions.append(found.weighted if found.weight == weight else found.times(weight))
+        if allowed is None:
             kth = found.kth.get(k)
             bound = (found.kth_largest(k) if kth is None else kth) * weight
             if bound > floor:
                 floor = bound
-    else:
+    ids = np.concatenate(held)
+    if space > max(DENSE_SECTIONS, DENSE_FACTOR * len(ids)):
+        sections, inverse = np.unique(ids, return_inverse=True)
+        scores = np.bincount(
+            inverse, weights=np.concatenate(contributions), minlength=len(sections)
+        )
+        if allowed is not None:
+            sections, scores = _allowed(sections, scores, allowed)
+        return _ranked(sections, scores, k, order)
+    summed = np.bincount(ids, weights=np.concatenate(contributions), minlength=space)
+    if isinstance(allowed, Mask):  # x × 1 == x, x × 0 == 0: the hidden sections drop out
+        summed *= np.frombuffer(allowed, dtype=np.uint8, count=space) != 0
+    elif allowed is not None:
+        sections = np.flatnonzero(summed)
+        return _ranked(*_allowed(sections, summed[sections], allowed), k, order)
+    if allowed is not None:
         sample = summed[:: max(1, space // max(SAMPLE_PER_RESULT * k, SAMPLE_MIN))].copy()
         if len(sample) > k:
             sample.partition(len(sample) - k)
@@ -501,12 +504,12 @@ def _ranked(
         sections, scores = sections[keep], scores[keep]
         n = len(scores)
     order = scores.argsort()
-    top = order[::-1][:k]
+    top = order[: n - k - 1 : -1] if n > k else order[::-1]
     values = scores[top].tolist()
     if not values:
         return []
-    if len(set(values)) == len(values) and (
-        n == len(values) or scores[order[n - k - 1]] < values[-1]
+    if (n == len(values) or scores[order[n - k - 1]] < values[-1]) and len(set(values)) == len(
+        values
     ):
         return list(zip(sections[top].tolist(), values, strict=True))
     tied = (scores >= values[-1]).nonzero()[0]  # every section scoring at least the k-th
