@@ -342,7 +342,7 @@ class _Plans:
             )
             plan = (weight, entries)
         held = self.held.setdefault(block, {})
-        if len(held) >= PLAN_ENTRIES:
+        while held and len(held) >= PLAN_ENTRIES:
             del held[next(iter(held))]
         held[term] = plan
         return plan
