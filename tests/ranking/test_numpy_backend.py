@@ -196,8 +196,7 @@ def test_scifact_planned_rankings_equal_the_pure_scorer(
         asked += 1
     assert len(listed) == len(fallbacks) < 0.05 * asked
     held = view.derived["bm25_numpy_plans"].held
-    assert set(held) == set(weights)
-    assert all(0 < len(terms) <= plans for terms in held.values())
+    assert 0 < sum(len(terms) for terms in held.values()) <= plans
     if memo is not None:
         assert arrays.cached_bytes <= memo
 

@@ -32,6 +32,10 @@ Worker:
 Each list's section ids and impacts are decoded into numpy once and kept in a per-package memo
 bounded by bytes (``PostingArrays``, ``ARRAY_CACHE_BYTES``): decoding them per query cost about
 as much as scoring them. ``Ranking.postings`` is the postings summed (all of the query's).
+The lexical stage's entry, ``numpy_terms_top_k``, finds a query's lists through the view's plans
+(per block and term: the IDF, the memo keys and shards of its lists; ``_Plans``), not through
+``query_lists`` each query: the same lists and weights, ~25 µs less a SciFact query (ADR 0011,
+second addendum).
 """
 
 from __future__ import annotations
@@ -94,9 +98,10 @@ NUMPY_MIN_POSTINGS = 64
 is more than summing so few in Python (measured on SciFact's lists: 11 vs 13 µs below 64
 postings, 24 vs 12 µs at 64–127, 155 vs 15 µs at ~1,000)."""
 
-PLAN_ENTRIES = 8192
-"""(block, term) plans a view keeps (``_Plans``: a term's IDF and where its lists are, ≈ 300
-bytes each; SciFact's 300 test queries ask ≈ 1,300 terms), the oldest dropped first."""
+PLAN_ENTRIES = 4096
+"""(block, term) plans a view keeps (``_Plans``: a term's IDF and where its lists are, ≈ 400
+bytes each with the term, ≈ 1.6 MB at most; SciFact's 300 test queries ask ≈ 1,600 terms); all
+dropped when full, as the analyzer's stem cache is."""
 
 _ENTRY_BYTES = 256
 """What one memo entry costs besides its arrays (the key, the tuple, two array headers)."""
@@ -316,10 +321,11 @@ an in-memory block; the numpy path then takes ``query_lists``)."""
 
 class _Plans:
     """A view's block → term → ``_Plan``: valid for the view's life (its partitions and
-    tombstones do not change), at most ``PLAN_ENTRIES`` a block."""
+    tombstones do not change), at most ``PLAN_ENTRIES`` in all."""
 
     def __init__(self, view: PackageView) -> None:
         self.held: dict[str, dict[str, _Plan]] = {}
+        self.count = 0
         self.sections = view.section_total
 
     def build(
@@ -341,10 +347,11 @@ class _Plans:
                 for (p, t), (store, own) in zip(found, stores, strict=True)
             )
             plan = (weight, entries)
-        held = self.held.setdefault(block, {})
-        while held and len(held) >= PLAN_ENTRIES:
-            del held[next(iter(held))]
-        held[term] = plan
+        if self.count >= PLAN_ENTRIES:  # a question's words are unbounded (an attack's too)
+            self.held.clear()
+            self.count = 0
+        self.held.setdefault(block, {})[term] = plan
+        self.count += 1
         return plan
 
 
