@@ -89,14 +89,14 @@ class StringMap(Mapping[str, str]):
         letter no key has is refused without reading a key (most words of a question, in an
         English package's accent lexicon), the others bisect fewer keys."""
         wanted = key.encode("utf-8", "surrogatepass")
-        keys = SortedKeys(self._key, len(self))
         if not wanted:
-            return keys.find(wanted)
+            return SortedKeys(self._key, len(self)).find(wanted)
         span = self._spans.get(wanted[0])
         if span is None:
-            span = self._spans[wanted[0]] = keys.prefix_span(wanted[0])
+            span = SortedKeys(self._key, len(self)).prefix_span(wanted[0])
+            self._spans[wanted[0]] = span
         lo, hi = span
-        return keys.find(wanted, lo, hi) if lo < hi else None
+        return SortedKeys(self._key, len(self)).find(wanted, lo, hi) if lo < hi else None
 
     def __getitem__(self, key: str) -> str:
         found = self.get(key)
