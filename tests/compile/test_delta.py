@@ -17,10 +17,15 @@ from router.compile.indexer import BuildConfig, CompiledPackage, compile_documen
 from router.contract import QueryRequest, QueryResponse
 from router.errors import ConfigError, PackageFormatError
 from router.knowledge.model import Document
+from router.package.format.fields import DEFAULT_FIELD_WEIGHTS
 from router.package.reader import KnowledgePackage, load_package
 from router.package.version.content_names import is_lazy
 from router.package.version.partitions import partition_key
 from router.pipeline import run_query
+from router.ranking import numpy_backend
+from router.ranking.bm25 import block_weights, query_lists
+from router.ranking.numpy_backend import PostingArrays, numpy_terms_top_k
+from router.ranking.pruning import weighted_top_k
 from router.stages.graph import RELATION_WEIGHTS
 from router.sync import run_sync
 from tests.common import (
@@ -28,6 +33,7 @@ from tests.common import (
     GOLDEN,
     KNOWLEDGE,
     TODAY,
+    load_all_postings,
     with_all_records,
     with_terms,
     write_doc,
@@ -150,6 +156,29 @@ def test_the_old_copies_leave_the_statistics(versions: Mapping[str, KnowledgePac
     assert all(full.document_frequency(term) for term in terms)
     for term in terms:
         assert delta.document_frequency(term) == full.document_frequency(term), term
+
+
+def test_the_numpy_scorer_weighs_terms_as_the_delta_view_does(
+    versions: Mapping[str, KnowledgePackage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In CPython the lexical stage finds a query's lists through the view's plans (their IDF
+    kept per view): over a delta's views, whose old copies leave the document frequencies, the
+    ranking is the pure scorer's over ``query_lists``, floats included."""
+    monkeypatch.setattr(numpy_backend, "NUMPY_MIN_POSTINGS", 1)  # the sample's queries are small
+    golden = load_golden(GOLDEN)
+    dead = 0
+    for tenant in (None, ALFA):
+        view = load_all_postings(versions["delta"].view(tenant))
+        weights = block_weights(view.block_names, DEFAULT_FIELD_WEIGHTS)
+        arrays = PostingArrays()
+        for g in golden:
+            asked = with_terms(view, view.analyzer.terms(g.request.query))
+            terms = [t for t in view.analyzer.terms(g.request.query) if asked.knows(t)]
+            dead += any(view.dead_frequency(t, b) for t in terms for b in weights)
+            ours = numpy_terms_top_k(asked, terms, weights, "lucene", 10, arrays=arrays)
+            pure = weighted_top_k(query_lists(asked, terms, weights, "lucene"), 10)
+            assert ours.ranked == pure.ranked, g.request.query
+    assert dead  # some queries ask terms whose old copies the delta subtracts
 
 
 def test_an_edit_is_found_and_the_old_copy_is_gone(

@@ -7,7 +7,9 @@ filter, with a frozenset and with a ``Mask``, through MaxScore, its windows and 
 scoring of small queries), on synthetic lists full of ties, and through the cascade on the
 golden set; it must hand a query to the pure scorer whenever it cannot guarantee that (a budget
 that may cut it, heads, weights of 1 or below 0, a short mask), and step aside when numpy does
-not import.
+not import. What the lexical stage calls in CPython, ``numpy_terms_top_k`` (a query's terms,
+their lists found through the view's plans), must rank as the pure scorer over ``query_lists``
+does, with repeated and down-weighted terms, lists dropped from the memo and plans dropped.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from router.ranking import numpy_backend as bm25_numpy
 from router.ranking import pruning as bm25_pruning
 from router.ranking import top_k as front_door
 from router.ranking.bm25 import QueryList, block_lists, block_weights, query_lists
-from router.ranking.numpy_backend import PostingArrays, numpy_top_k
+from router.ranking.numpy_backend import PostingArrays, numpy_terms_top_k, numpy_top_k
 from router.ranking.pruning import weighted_top_k
 from router.ranking.result import Ranking
 from router.ranking.score_bounds import ScoreBounds
@@ -77,6 +79,30 @@ def assert_same(
     assert ours.ranked == pure.ranked, (k, allowed is None)
     assert ours.truncated == pure.truncated
     # the same Python types too (a response serialises 2 and 2.0 differently)
+    assert [tuple(map(type, pair)) for pair in ours.ranked] == [
+        tuple(map(type, pair)) for pair in pure.ranked
+    ]
+    return ours
+
+
+def assert_planned(
+    view: PackageView,
+    terms: list[str],
+    weights: dict[str, float],
+    k: int,
+    allowed: Collection[int] | None,
+    arrays: PostingArrays,
+    term_weights: dict[str, float] | None = None,
+) -> Ranking:
+    """The lexical stage's numpy ranking of ``terms`` (lists found through the view's plans) is
+    the pure scorer's over ``query_lists``: ids, order, floats, ``truncated``."""
+    ours = numpy_terms_top_k(
+        view, terms, weights, "lucene", k, allowed, term_weights=term_weights, arrays=arrays
+    )
+    lists = query_lists(view, terms, weights, "lucene", term_weights=term_weights)
+    pure = weighted_top_k(lists, k, allowed, bounds=ScoreBounds())
+    assert ours.ranked == pure.ranked, (terms, k, allowed is None)
+    assert ours.truncated == pure.truncated
     assert [tuple(map(type, pair)) for pair in ours.ranked] == [
         tuple(map(type, pair)) for pair in pure.ranked
     ]
@@ -128,6 +154,51 @@ def test_scifact_rankings_equal_the_pure_scorer(
     # a query of too few postings is left to the pure scorer; nearly all are summed by numpy
     assert len(fallbacks) < 0.05 * scored
     assert 0 < arrays.cached_bytes <= arrays.max_bytes
+
+
+@pytest.mark.parametrize("plans, memo", [(bm25_numpy.PLAN_ENTRIES, None), (16, 64 * 1024)])
+def test_scifact_planned_rankings_equal_the_pure_scorer(
+    scifact: tuple[PackageView, list[list[str]]],
+    monkeypatch: pytest.MonkeyPatch,
+    fallbacks: list[int],
+    plans: int,
+    memo: int | None,
+) -> None:
+    """What the lexical stage calls: every SciFact query as written, with its terms repeated
+    (a term counts as often as it is asked) and with a synonym's lower weight, through the
+    view's plans; also with few plans kept (dropped and built again) and a small memo (lists
+    dropped and found again through the plan's shards). Only the queries the pure scorer
+    answers go through ``query_lists``."""
+    view, queries = scifact
+    view.derived.pop("bm25_numpy_plans", None)  # none from an earlier test
+    monkeypatch.setattr(bm25_numpy, "PLAN_ENTRIES", plans)
+    listed: list[int] = []
+    listing = bm25_numpy.query_lists
+
+    def counted(*args: Any, **kwargs: Any) -> list[QueryList]:
+        listed.append(1)
+        return listing(*args, **kwargs)
+
+    monkeypatch.setattr(bm25_numpy, "query_lists", counted)
+    weights = block_weights(view.block_names, DEFAULT_FIELD_WEIGHTS)
+    sections = view.num_sections
+    arrays = PostingArrays() if memo is None else PostingArrays(memo)
+    filters = [None, frozenset(range(0, sections, 3)), mask_of(sections, 97)]
+    asked = 0
+    for i, terms in enumerate(q for q in queries if q):
+        variants = [terms, terms + terms[:2]]
+        for k in (3, 10) if i % 3 else KS:
+            for allowed in filters if k == 10 else filters[:1]:
+                for query in variants:
+                    assert_planned(view, query, weights, k, allowed, arrays)
+                    asked += 1
+        assert_planned(view, terms, weights, 10, None, arrays, {terms[0]: 0.4})
+        asked += 1
+    assert len(listed) == len(fallbacks) < 0.05 * asked
+    held = view.derived["bm25_numpy_plans"].held
+    assert 0 < sum(len(terms) for terms in held.values()) <= plans
+    if memo is not None:
+        assert arrays.cached_bytes <= memo
 
 
 @pytest.mark.parametrize("small, window", [(0, 512), (10**6, 32_768)])
@@ -344,7 +415,8 @@ def test_golden_responses_are_the_same_with_and_without_numpy(
 def test_a_tenant_views_mask_is_read_as_the_pure_scorer_reads_it(
     package: KnowledgePackage, fallbacks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A tenant's view (shared partition + its own), filtered by the day's mask."""
+    """A tenant's view (shared partition + its own), filtered by the day's mask: the lists as
+    given, and as the lexical stage finds them (through the view's plans)."""
     monkeypatch.setattr(bm25_numpy, "NUMPY_MIN_POSTINGS", 1)
     view = load_all_postings(package.view(ALFA))
     mask = visible_sections(view, Visibility(ALFA, TODAY))
@@ -356,3 +428,7 @@ def test_a_tenant_views_mask_is_read_as_the_pure_scorer_reads_it(
         lists = query_lists(view, terms, weights, "lucene")
         for k in KS:
             assert_same(lists, k, mask, arrays)
+            assert_planned(view, terms, weights, k, mask, arrays)
+    # the plans weigh a term by both partitions' postings (the IDF of the tenant's view)
+    held = view.derived["bm25_numpy_plans"].held
+    assert any(entries and len(entries) == 2 for b in held.values() for _, entries in b.values())

@@ -33,6 +33,7 @@ __all__ = [
     "block_weights",
     "bm25_method",
     "idf",
+    "lists_idf",
     "max_impact",
     "query_lists",
     "rarest_idf",
@@ -63,6 +64,15 @@ def idf(method: str, sections: int, df: int) -> float:
     if method == "robertson":
         return log(max(inner, 1.0))
     return log(1 + inner)  # lucene
+
+
+def lists_idf(
+    found: Sequence[tuple[Postings, int]], dead: int, method: str, sections: int
+) -> float:
+    """The IDF of a term over its lists in one block (one per partition in view holding it):
+    its document frequency is their postings, less the ``dead`` ones a delta tombstones."""
+    df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
+    return idf(method, sections, max(1, df - dead))
 
 
 def specificity(view: PackageView, terms: Iterable[str]) -> dict[str, float]:
@@ -114,9 +124,8 @@ def query_lists(
             found = view.posting_lists(term, name, loaded)
             if not found:
                 continue
-            df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
-            df = max(1, df - view.dead_frequency(term, name))  # a delta's old copies
-            w = count * weight * idf(method, sections, df) * scale.get(term, 1.0)
+            dead = view.dead_frequency(term, name)  # a delta's old copies
+            w = count * weight * lists_idf(found, dead, method, sections) * scale.get(term, 1.0)
             lists.extend((postings, term_id, w * postings.scale) for postings, term_id in found)
     return lists
 

@@ -32,20 +32,24 @@ Worker:
 Each list's section ids and impacts are decoded into numpy once and kept in a per-package memo
 bounded by bytes (``PostingArrays``, ``ARRAY_CACHE_BYTES``): decoding them per query cost about
 as much as scoring them. ``Ranking.postings`` is the postings summed (all of the query's).
+The lexical stage's entry, ``numpy_terms_top_k``, finds a query's lists through the view's plans
+(per block and term: the IDF, the memo keys and shards of its lists; ``_Plans``), not through
+``query_lists`` each query: the same lists and weights, ~25 µs less a SciFact query (ADR 0011,
+second addendum).
 """
 
 from __future__ import annotations
 
 import sys
-from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Collection, Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from router.config import DEFAULT_MAX_POSTINGS
 from router.package.format.postings import Postings
 from router.ranking import pruning as bm25_pruning
-from router.ranking.bm25 import QueryList
+from router.ranking.bm25 import QueryList, lists_idf, query_lists
 from router.ranking.maxscore import COMPLETION_RESERVE
 from router.ranking.pruning import weighted_top_k
 from router.ranking.result import Ranking
@@ -53,13 +57,19 @@ from router.ranking.score_bounds import ScoreBounds
 from router.results import Mask
 from router.trace import NO_DEADLINE, Deadline
 
+if TYPE_CHECKING:
+    from router.package.stores.shards import Loaded, PartitionShards
+    from router.package.view import PackageView
+
 __all__ = [
     "ARRAY_CACHE_BYTES",
     "DENSE_FACTOR",
     "DENSE_SECTIONS",
     "NUMPY_MIN_POSTINGS",
+    "PLAN_ENTRIES",
     "PostingArrays",
     "numpy_available",
+    "numpy_terms_top_k",
     "numpy_top_k",
 ]
 
@@ -87,6 +97,11 @@ NUMPY_MIN_POSTINGS = 64
 """Queries of fewer postings are scored by the pure path: numpy's fixed cost (~12 µs a query)
 is more than summing so few in Python (measured on SciFact's lists: 11 vs 13 µs below 64
 postings, 24 vs 12 µs at 64–127, 155 vs 15 µs at ~1,000)."""
+
+PLAN_ENTRIES = 4096
+"""(block, term) plans a view keeps (``_Plans``: a term's IDF and where its lists are, ≈ 400
+bytes each with the term, ≈ 1.6 MB at most; SciFact's 300 test queries ask ≈ 1,600 terms); all
+dropped when full, as the analyzer's stem cache is."""
 
 _ENTRY_BYTES = 256
 """What one memo entry costs besides its arrays (the key, the tuple, two array headers)."""
@@ -251,6 +266,149 @@ def numpy_top_k(
     )
 
 
+def numpy_terms_top_k(
+    view: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    k: int,
+    allowed: Collection[int] | None = None,
+    *,
+    loaded: Loaded | None = None,
+    term_weights: Mapping[str, float] | None = None,
+    bounds: ScoreBounds | None = None,
+    max_postings: int | None = None,
+    arrays: PostingArrays | None = None,
+    deadline: Deadline = NO_DEADLINE,
+) -> Ranking:
+    """``numpy_top_k(query_lists(view, terms, weights, method, loaded, term_weights), k, ...)``,
+    its lists found through the view's plans (``_Plans``): per (block, term), the IDF and the
+    memo keys of its lists, looked up once per view, so that a query costs a dict lookup per
+    term and list, not the shard lookups and document frequencies ``query_lists`` repeats.
+    Each list's weight is the product ``query_lists`` computes, in its order (the same float);
+    any query this cannot plan goes through ``query_lists`` and ``numpy_top_k`` unchanged."""
+    if k > 0 and terms and numpy_available():
+        plans: _Plans = view.derive(_PLANS, _Plans)
+        found = _planned(plans, view, terms, weights, method, loaded, term_weights, bounds, arrays)
+        if found is not None:
+            lists, total, space = found
+            order = _summing_order(lists, total, space, k, allowed, max_postings)
+            if order is not None:
+                return Ranking(_top_k(order, k, allowed, space), False, total)
+    query = query_lists(view, terms, weights, method, loaded, term_weights)
+    return numpy_top_k(
+        query,
+        k,
+        allowed,
+        bounds=bounds,
+        max_postings=max_postings,
+        arrays=arrays,
+        deadline=deadline,
+    )
+
+
+_PLANS = "bm25_numpy_plans"
+
+_Entry = tuple[tuple[str, int], int, float, int, "PartitionShards", int]
+"""Where one list of a planned term is: its ``PostingArrays`` key, its term id in its block,
+the block's quantization step and sections, its partition's shards and the term's id there."""
+
+
+_Plan = tuple[float, tuple[_Entry, ...] | None]
+"""A term's IDF in one block of a view and where its lists are (None: a list has no memo key,
+an in-memory block; the numpy path then takes ``query_lists``)."""
+
+
+class _Plans:
+    """A view's block → term → ``_Plan``: valid for the view's life (its partitions and
+    tombstones do not change), at most ``PLAN_ENTRIES`` in all."""
+
+    def __init__(self, view: PackageView) -> None:
+        self.held: dict[str, dict[str, _Plan]] = {}
+        self.count = 0
+        self.sections = view.section_total
+
+    def build(
+        self, view: PackageView, block: str, term: str, method: str, loaded: Loaded | None
+    ) -> _Plan:
+        """The term's plan in ``block``, from its entries and shards (loaded for this query)."""
+        stores, found = [], []
+        for part, entry in zip(view.parts, view.term_entries(term), strict=True):
+            if entry is not None:
+                store = part.partition.postings
+                stores.append((store, entry.id))
+                found.append(store.postings(entry.id, block, loaded))
+        plan: _Plan = (0.0, None)
+        if all(postings.key for postings, _ in found):
+            dead = view.dead_frequency(term, block)
+            weight = lists_idf(found, dead, method, self.sections) if found else 0.0
+            entries = tuple(
+                ((p.key, t), t, p.scale, p.num_sections, store, own)
+                for (p, t), (store, own) in zip(found, stores, strict=True)
+            )
+            plan = (weight, entries)
+        if self.count >= PLAN_ENTRIES:  # a question's words are unbounded (an attack's too)
+            self.held.clear()
+            self.count = 0
+        self.held.setdefault(block, {})[term] = plan
+        self.count += 1
+        return plan
+
+
+def _planned(
+    plans: _Plans,
+    view: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    loaded: Loaded | None,
+    term_weights: Mapping[str, float] | None,
+    bounds: ScoreBounds | None,
+    arrays: PostingArrays | None,
+) -> tuple[list[tuple[float, int, _List, float]], int, int] | None:
+    """The query's lists as ``numpy_top_k`` gathers them — (bound, query-order rank, list,
+    weight), in ``query_lists``'s order — with their postings and the sections they span; None
+    when the numpy path cannot sum them (a list without a memo key, with a head, an impact
+    not positive, a weight of 1 or not positive)."""
+    if bounds is None:
+        bounds = ScoreBounds(max_bytes=0)
+    memo = arrays if arrays is not None else PostingArrays(0)
+    held, touch = memo._held, memo._held.move_to_end
+    counts = Counter(terms)
+    scale = term_weights or {}
+    lists: list[tuple[float, int, _List, float]] = []
+    total = space = 0
+    for name, weight in weights.items():
+        plan_of = plans.held.get(name, {}).get
+        for term, count in counts.items():
+            plan = plan_of(term)
+            if plan is None:
+                plan = plans.build(view, name, term, method, loaded)
+            idf_weight, entries = plan
+            if not entries:
+                if entries is None:
+                    return None
+                continue
+            w = count * weight * idf_weight * scale.get(term, 1.0)  # as ``query_lists``
+            for key, own, step, sections, store, entry in entries:
+                found = held.get(key)
+                if found is not None:
+                    touch(key)
+                else:
+                    postings, _ = store.postings(entry, name, loaded)
+                    found = memo.find(postings, own, bounds)
+                    if found is None:
+                        continue
+                lw = w * step
+                if not found.usable or not lw > 0 or lw == 1:
+                    return None
+                lists.append((found.maximum * lw, len(lists), found, lw))
+                total += len(found.ids)
+                if sections > space:
+                    space = sections
+    return lists, total, space
+
+
 def _summing_order(
     lists: list[tuple[float, int, _List, float]],
     total: int,
@@ -291,34 +449,36 @@ def _top_k(
 ) -> list[tuple[int, float]]:
     """Sum the lists in the order given (the pure path's), then rank the sums (``_ranked``)."""
     np = _numpy
-    ids = np.concatenate([f.ids for _, _, f, _ in order])
-    contributions = np.concatenate(
-        [f.weighted if f.weight == w else f.times(w) for _, _, f, w in order]
-    )
-    if space > max(DENSE_SECTIONS, DENSE_FACTOR * len(ids)):
-        sections, inverse = np.unique(ids, return_inverse=True)
-        scores = np.bincount(inverse, weights=contributions, minlength=len(sections))
-        if allowed is not None:
-            sections, scores = _allowed(sections, scores, allowed)
-        return _ranked(sections, scores, k, order)
-    summed = np.bincount(ids, weights=contributions, minlength=space)
-    if isinstance(allowed, Mask):  # x × 1 == x, x × 0 == 0: the hidden sections drop out
-        summed *= np.frombuffer(allowed, dtype=np.uint8, count=space) != 0
-    elif allowed is not None:
-        sections = np.flatnonzero(summed)
-        return _ranked(*_allowed(sections, summed[sections], allowed), k, order)
     # A lower bound of the k-th best score, so that ``_ranked`` ranks the few sections reaching
     # it, not all: without a filter, a list's k-th largest weighted impact (its k sections score
     # at least that: a sum of positive floats never falls below a term); with one, the k-th best
     # of every step-th section's score.
     floor = 0.0
-    if allowed is None:
-        for _, _, found, weight in order:
+    held, contributions = [], []
+    for _, _, found, weight in order:
+        held.append(found.ids)
+        contributions.append(found.weighted if found.weight == weight else found.times(weight))
+        if allowed is None:
             kth = found.kth.get(k)
             bound = (found.kth_largest(k) if kth is None else kth) * weight
             if bound > floor:
                 floor = bound
-    else:
+    ids = np.concatenate(held)
+    if space > max(DENSE_SECTIONS, DENSE_FACTOR * len(ids)):
+        sections, inverse = np.unique(ids, return_inverse=True)
+        scores = np.bincount(
+            inverse, weights=np.concatenate(contributions), minlength=len(sections)
+        )
+        if allowed is not None:
+            sections, scores = _allowed(sections, scores, allowed)
+        return _ranked(sections, scores, k, order)
+    summed = np.bincount(ids, weights=np.concatenate(contributions), minlength=space)
+    if isinstance(allowed, Mask):  # x × 1 == x, x × 0 == 0: the hidden sections drop out
+        summed *= np.frombuffer(allowed, dtype=np.uint8, count=space) != 0
+    elif allowed is not None:
+        sections = np.flatnonzero(summed)
+        return _ranked(*_allowed(sections, summed[sections], allowed), k, order)
+    if allowed is not None:
         sample = summed[:: max(1, space // max(SAMPLE_PER_RESULT * k, SAMPLE_MIN))].copy()
         if len(sample) > k:
             sample.partition(len(sample) - k)
@@ -351,12 +511,12 @@ def _ranked(
         sections, scores = sections[keep], scores[keep]
         n = len(scores)
     order = scores.argsort()
-    top = order[::-1][:k]
+    top = order[: n - k - 1 : -1] if n > k else order[::-1]
     values = scores[top].tolist()
     if not values:
         return []
-    if len(set(values)) == len(values) and (
-        n == len(values) or scores[order[n - k - 1]] < values[-1]
+    if (n == len(values) or scores[order[n - k - 1]] < values[-1]) and len(set(values)) == len(
+        values
     ):
         return list(zip(sections[top].tolist(), values, strict=True))
     tied = (scores >= values[-1]).nonzero()[0]  # every section scoring at least the k-th

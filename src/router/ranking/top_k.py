@@ -9,16 +9,65 @@ threshold algorithm (``ranking.threshold``) serve the tests and the pruned path'
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from router.ranking.bm25 import QueryList
-from router.ranking.numpy_backend import PostingArrays, numpy_available, numpy_top_k
+from router.ranking.bm25 import QueryList, query_lists
+from router.ranking.numpy_backend import (
+    PostingArrays,
+    numpy_available,
+    numpy_terms_top_k,
+    numpy_top_k,
+)
 from router.ranking.pruning import weighted_top_k
 from router.ranking.result import Ranking
 from router.ranking.score_bounds import ScoreBounds
 from router.trace import NO_DEADLINE, Deadline
 
-__all__ = ["served_top_k"]
+if TYPE_CHECKING:
+    from router.package.stores.shards import Loaded
+    from router.package.view import PackageView
+
+__all__ = ["served_terms_top_k", "served_top_k"]
+
+
+def served_terms_top_k(
+    view: PackageView,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    method: str,
+    k: int,
+    allowed: Collection[int] | None = None,
+    *,
+    loaded: Loaded | None = None,
+    term_weights: Mapping[str, float] | None = None,
+    bounds: ScoreBounds | None = None,
+    max_postings: int | None = None,
+    arrays: PostingArrays | None = None,
+    deadline: Deadline = NO_DEADLINE,
+) -> Ranking:
+    """The lexical stage's top k of a query's terms over a view: ``served_top_k`` of their
+    ``query_lists``; in CPython the lists are found through the view's plans
+    (``numpy_terms_top_k``), the same lists, weights and ranking."""
+    if numpy_available():
+        return numpy_terms_top_k(
+            view,
+            terms,
+            weights,
+            method,
+            k,
+            allowed,
+            loaded=loaded,
+            term_weights=term_weights,
+            bounds=bounds,
+            max_postings=max_postings,
+            arrays=arrays,
+            deadline=deadline,
+        )
+    query = query_lists(view, terms, weights, method, loaded, term_weights)
+    return weighted_top_k(
+        query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
+    )
 
 
 def served_top_k(

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 from router.errors import RouterError
 from router.package.stores.cost import ReadCost
 from router.package.stores.shards import ShardReads
-from router.ranking.bm25 import bm25_method, query_lists
+from router.ranking.bm25 import bm25_method
 from router.ranking.fetch_budget import within_fetch_budget
 from router.ranking.numpy_backend import PostingArrays
 from router.ranking.score_bounds import ScoreBounds
-from router.ranking.top_k import served_top_k
+from router.ranking.top_k import served_terms_top_k
 from router.results import Lexical
 from router.stages.confidence import lexical_confidence
 from router.support.keyword import keyword_matches
@@ -75,13 +75,17 @@ def _search(
         **phrases.report(state.trace, "keyword" + stage_suffix),
     )
     weights = state.block_weights
-    query = query_lists(package, scored, weights, bm25_method(package), reads.shards, term_weights)
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
     arrays: PostingArrays = package.shared_memo("bm25_arrays", PostingArrays)
-    ranking = served_top_k(  # numpy in CPython, the pure scorer in the Worker: the same ranking
-        query,
+    ranking = served_terms_top_k(  # numpy in CPython, the pure scorer in the Worker: one ranking
+        package,
+        scored,
+        weights,
+        bm25_method(package),
         config.bm25_candidates,
         allowed,
+        loaded=reads.shards,
+        term_weights=term_weights,
         bounds=bounds,
         max_postings=config.budget.max_postings,
         arrays=arrays,

@@ -65,10 +65,19 @@ class SortedKeys:
     def __getitem__(self, index: int) -> bytes:
         return self.key_at(index)
 
-    def find(self, wanted: bytes) -> int | None:
-        """The index of ``wanted``, or None when it is not a key."""
-        at = bisect_left(self, wanted)  # type: ignore[call-overload]
-        return at if at < self._count and self.key_at(at) == wanted else None
+    def find(self, wanted: bytes, lo: int = 0, hi: int | None = None) -> int | None:
+        """The index of ``wanted`` (searched among keys ``lo`` to ``hi``), or None when it is
+        not a key."""
+        hi = self._count if hi is None else hi
+        at = bisect_left(self, wanted, lo, hi)  # type: ignore[call-overload]
+        return at if at < hi and self.key_at(at) == wanted else None
+
+    def prefix_span(self, first: int) -> tuple[int, int]:
+        """The indexes [lo, hi) of the keys whose first byte is ``first``."""
+        lo = bisect_left(self, bytes((first,)))  # type: ignore[call-overload]
+        if first == 255:
+            return lo, self._count
+        return lo, bisect_left(self, bytes((first + 1,)), lo)  # type: ignore[call-overload]
 
     def last_at_most(self, wanted: bytes) -> int:
         """The last index whose key is ≤ ``wanted`` (0 when every key is greater)."""
