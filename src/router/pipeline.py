@@ -11,7 +11,7 @@ state it reads and fills is ``router.state.QueryState``; the response shape is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -27,7 +27,14 @@ from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.results import Fused, IndexReads, LatencyTier
 from router.stages.answer import answer_sections, choose_answer, named_fact
-from router.stages.cache import CacheLookup, QueryCache, look_up, probe
+from router.stages.cache import (
+    CacheLookup,
+    QueryCache,
+    known_lookup,
+    look_up,
+    probe,
+    trace_lookup,
+)
 from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
@@ -48,7 +55,7 @@ from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
 from router.support.question_frame import ClosedClasses
-from router.sync import concurrently, run_sync
+from router.sync import beside, concurrently, run_sync
 from router.trace import Trace
 
 __all__ = ["CascadeServices", "cached_before_loading", "run_cascade", "run_query"]
@@ -121,16 +128,47 @@ async def run_cascade(
     trace = Trace(clock, clock(), config.budget.max_latency_ms)
     state = _understood(view, request, config, tier, trace, today)
 
-    cache_key = None
-    if services.cache is None:
-        trace.skip("cache", "no cache configured")
-    else:
-        lookup = await look_up(state, services.cache, probed)
-        if lookup.response is not None:
-            return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
-        cache_key = lookup.key
-
     state.visible_masks = visibility_masks(view, state.visibility)
+    cache = services.cache
+    if cache is None:
+        trace.skip("cache", "no cache configured")
+        return await _cascade(state, services, None)
+    known = known_lookup(state, cache, probed)
+    if known is not None:  # probed already, or in the isolate's memory: no read
+        if known.response is not None:
+            trace_lookup(state, known)
+            return from_cache(known.response, known.where, request.query, trace, services.metrics)
+        return await _cascade(state, services, _ready(known))
+
+    # the KV probe runs beside the cascade: a hit answers as soon as it arrives, a miss is
+    # awaited only once the cascade has read everything (it gates none of its reads)
+    def cascade(found: Awaitable[CacheLookup]) -> Awaitable[QueryResponse]:
+        return _cascade(state, services, found)
+
+    raced = beside(look_up(state, cache), _is_hit, cascade, services.defer)
+    hit, response = await raced
+    if hit is not None and hit.response is not None:
+        trace_lookup(state, hit)
+        return from_cache(hit.response, hit.where, request.query, trace, services.metrics)
+    assert response is not None  # beside returns one of the two
+    return response
+
+
+async def _ready(found: CacheLookup) -> CacheLookup:
+    return found
+
+
+def _is_hit(found: CacheLookup) -> bool:
+    return found.response is not None
+
+
+async def _cascade(
+    state: QueryState, services: CascadeServices, probe: Awaitable[CacheLookup] | None
+) -> QueryResponse:
+    """The cascade's stages for one understood request; ``probe`` (the query cache's lookup,
+    None without a cache) is awaited before anything that a cached answer would make wasted
+    or wrong to do: the generator, the metrics, the cache write."""
+    request, config, trace = state.request, state.config, state.trace
     exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
     state.lexical = await lexical_search(state, state.features.terms, term_reads)
@@ -169,12 +207,18 @@ async def run_cascade(
     quoting = answer_sections(state, fused, fact)
     state.texts = await load_texts(state, quoted_sections(shown, quoting))
     context = context_for(state, shown)
+    found = None
+    if probe is not None:
+        found = await probe
+        trace_lookup(state, found)
+        if found.response is not None:  # unused: ``beside`` answers a hit as it arrives
+            return from_cache(found.response, found.where, request.query, trace, None)
     answer = await choose_answer(state, fused, fact, context, services.generator)
 
-    response = build_response(state, answer, shown, context, cache_missed=cache_key is not None)
+    response = build_response(state, answer, shown, context, cache_missed=found is not None)
     record_metrics(services.metrics, response, exact_hit=bool(state.exact))
-    if services.cache is not None and cache_key is not None:
-        await services.cache.put(cache_key, response.model_dump(mode="json"), services.defer)
+    if services.cache is not None and found is not None:
+        await services.cache.put(found.key, response.model_dump(mode="json"), services.defer)
     return response
 
 
