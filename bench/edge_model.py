@@ -97,7 +97,15 @@ FIGURES: dict[str, Figure] = {
     "cache_match": Figure(
         2.0,
         8.0,
-        "assumed: the colo's own cache (the code uses no Cache API today)",
+        "assumed: a Cache API lookup answered by the colo the Worker runs in (the cache is "
+        "per data center, never replicated: Cloudflare docs, Workers 'Cache'); a miss costs "
+        "the same lookup, then the R2 read",
+        "2026-12-05",
+    ),
+    "cache_put": Figure(
+        2.0,
+        8.0,
+        "assumed (the Worker stores in the colo after the response, in waitUntil)",
         "2026-12-05",
     ),
     "r2_get": Figure(
@@ -230,7 +238,7 @@ def category(call: dict[str, Any], colo_warm: bool) -> str | None:
     if kind == "ai":
         return "ai_embedding"
     if kind == "cache":
-        return "cache_match" if colo_warm else "kv_cold"
+        return "cache_put" if op in ("put", "delete") else "cache_match"
     return "r2_get"
 
 
@@ -240,7 +248,7 @@ def in_background(call: dict[str, Any]) -> bool:
     local simulator settled it before the response was written."""
     if kind_of(call) == "d1":
         return str(call.get("op")) in ("batch", "run", "exec")
-    return category(call, colo_warm=False) in ("kv_write", "r2_write")
+    return category(call, colo_warm=False) in ("kv_write", "r2_write", "cache_put")
 
 
 def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
@@ -248,8 +256,17 @@ def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
     ``get`` settles on its headers: its bytes are transferred by the body read that follows)."""
     sent = 0.0 if call.get("headers_only") else float(call.get("bytes") or 0)
     transfer = sent / (figure("throughput_mb_s", scenario) * 1e3)
+    return transfer + round_trip_ms(call, scenario, colo_warm)
+
+
+def round_trip_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
+    """The call's round trip without its bytes (what holds one of the six connections); a
+    colo-cache hit replayed on a cold colo is the miss and then the R2 read (``colo_view``)."""
     name = category(call, colo_warm)
-    return transfer + (figure(name, scenario) if name else 0.0)
+    ms = figure(name, scenario) if name else 0.0
+    if call.get("then_r2"):
+        ms += figure("r2_get", scenario)
+    return ms
 
 
 # -- the replay --------------------------------------------------------------------------------
@@ -267,6 +284,49 @@ class Replay:
     waits: dict[str, float]
 
 
+def _cached_key(call: dict[str, Any]) -> str:
+    """The R2 key a colo-cache call is for (its URL's path: cache.py's ``CACHE_ORIGIN + key``)."""
+    parts = str(call.get("key") or "").split("/", 3)
+    return parts[3] if len(parts) == 4 else ""
+
+
+def colo_view(
+    events: list[dict[str, Any]], calls: dict[Any, dict[str, Any]], colo_warm: bool
+) -> list[dict[str, Any]]:
+    """The recording as the colo's state would have it. The host's colo cache starts empty
+    and fills as the Worker reads (host.mjs ``ColoCache``): an object's first read in the run
+    is a ``match`` that misses, then an R2 ``get`` and its body; every later one a hit. On a
+    **warm colo** every such read hits: the miss becomes a hit with the bytes R2 sent and the
+    R2 get and body are dropped. On a **cold colo** (and for a fresh isolate) every read
+    misses: a hit becomes a miss followed by an R2 get of the same bytes (one call costing
+    ``cache_match + r2_get``, two sequential round trips). ``calls`` is updated in place."""
+    dropped: set[Any] = set()
+    for number, event in enumerate(events):
+        call = calls.get(event["id"]) if event["kind"] == "issue" else None
+        if call is None or kind_of(call) != "cache" or call.get("op") != "match":
+            continue
+        if not colo_warm:
+            call["then_r2"] = bool(call.get("bytes"))
+            continue
+        if call.get("bytes"):
+            continue
+        key = _cached_key(call)
+        follow = [
+            later["id"]
+            for later in events[number + 1 :]
+            if later["kind"] == "issue"
+            and kind_of(calls[later["id"]]) == "r2"
+            and calls[later["id"]].get("key") == key
+        ][:2]  # its get, then its body read
+        if not follow:
+            continue  # not in R2 either: a miss everywhere
+        body = calls[follow[-1]]
+        call["bytes"] = int(body.get("bytes") or 0)
+        call["colo_hit"] = True
+        dropped.update(follow)
+    return [e for e in events if e["id"] not in dropped]
+
+
 def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
     """Replay a recorded schedule (host.mjs ``schedule``: ``events``, ``end_ms``,
     ``end_cpu_us``) under ``scenario``; see the module docstring for the rules."""
@@ -276,6 +336,9 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
         if event["kind"] == "settle" and event["id"] in calls:
             calls[event["id"]]["bytes"] = event.get("bytes", 0)
             calls[event["id"]]["headers_only"] = bool(event.get("headers_only"))
+    events = colo_view(events, calls, colo_warm)
+    beside = _probes_beside(events, calls)
+    late: list[tuple[float, str]] = []  # probes the response waits for, not the reads
     clock = 0.0
     last_t, last_cpu, last_host = 0.0, 0.0, 0.0
     cpu_total = 0.0
@@ -317,9 +380,12 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
             ends[event["id"]] = start + latency_ms(call, scenario, colo_warm)
             if kind_of(call) in LIMITED and not call.get("body"):
                 # the connection is held until the response headers: the round trip
-                name = category(call, colo_warm)
-                open_limited.append(start + (figure(name, scenario) if name else 0.0))
-            depth[event["id"]] = depth_seen + (0 if call.get("body") else 1)
+                open_limited.append(start + round_trip_ms(call, scenario, colo_warm))
+            steps = 0 if call.get("body") else 2 if call.get("then_r2") else 1
+            depth[event["id"]] = depth_seen + steps
+        elif event["kind"] == "settle" and event["id"] in beside:
+            settled_ids.add(event["id"])
+            late.append((ends[event["id"]], what(call)))
         elif event["kind"] == "settle" and event["id"] in ends and not in_background(call):
             settled_ids.add(event["id"])
             end = ends[event["id"]]
@@ -328,14 +394,41 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
                 waits[name] = waits.get(name, 0.0) + end - clock
                 clock = end
             depth_seen = max(depth_seen, depth[event["id"]])
-    end = {
+    finish = {
         "t": schedule.get("end_ms", last_t),
         "cpu": schedule.get("end_cpu_us", last_cpu),
         "host": schedule.get("end_host_us", last_host),
     }
-    spend(end, resumed=True)
+    spend(finish, resumed=True)
+    for probe_end, name in late:  # the cascade awaits the probe before its answer
+        if probe_end > clock:
+            waits[name] = waits.get(name, 0.0) + probe_end - clock
+            clock = probe_end
     received = sum(int(calls[i].get("bytes") or 0) for i in settled_ids if not calls[i].get("body"))
     return Replay(clock, depth_seen, received, cpu_total, waits)
+
+
+def _probes_beside(events: list[dict[str, Any]], calls: dict[Any, dict[str, Any]]) -> set[Any]:
+    """Query-cache probes that missed while the cascade ran beside them (pipeline.py: the
+    probe is started with the first reads and awaited only before the answer): other calls
+    were issued while it was in flight. Their settlement gates no read; the response waits
+    for it at the end. A probe awaited alone (a fresh isolate's, before the package loads)
+    is not one of them."""
+    beside: set[Any] = set()
+    open_probes: set[Any] = set()
+    for event in events:
+        call = calls.get(event["id"])
+        if call is None:
+            continue
+        probe = kind_of(call) == "kv" and str(call.get("key") or "").startswith("qcache:")
+        if event["kind"] == "issue":
+            if probe and call.get("op") == "get" and not call.get("bytes"):
+                open_probes.add(event["id"])
+            elif not call.get("body"):
+                beside.update(open_probes)  # another call issued while the probe was open
+        elif event["id"] in open_probes:
+            open_probes.discard(event["id"])
+    return beside
 
 
 def chain(*schedules: dict[str, Any]) -> dict[str, Any]:
