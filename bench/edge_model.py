@@ -3,6 +3,7 @@ Pyodide, replayed under published Cloudflare latencies.
 
     python bench/edge_model.py --sections 10000 [--scenario typical|pessimistic] [--reuse-build]
         [--json] [--queries N] [--fresh N] [--root /work/synthetic] [--replay-only] [--all]
+        [--var KEY=VALUE ...] [--tag TAG]
 
 The recording: the real ``src/entry.py`` in Pyodide (tests/pyodide/host.mjs with
 ``recordCalls``) over wrangler's local KV/R2/D1, the package of ``bench/scale.py`` (the corpus of
@@ -533,9 +534,16 @@ def model(recorded: dict[str, Any], scenario: str) -> dict[str, Any]:
 
 
 def record(
-    sections: int, root: Path, queries: int, fresh: int, reuse_build: bool, seed: int = 1
+    sections: int,
+    root: Path,
+    queries: int,
+    fresh: int,
+    reuse_build: bool,
+    seed: int = 1,
+    worker_vars: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Build (or reuse) the package of ``sections``, then record the Worker's schedules."""
+    """Build (or reuse) the package of ``sections``, then record the Worker's schedules
+    (``worker_vars``: Worker variables on top of the bench's, e.g. ``KR_RECORDS=objects``)."""
     import tempfile
 
     sys.path[:0] = [str(ROOT), str(BENCH)]
@@ -564,7 +572,7 @@ def record(
                 persist_to=state,
                 log=tmpdir / f"host-{role}.log",
                 vectorize={"dimensions": 256},
-                vars={"KR_QUERY_LOG": "off", "KR_ALLOW_ANONYMOUS": "on"},
+                vars={"KR_QUERY_LOG": "off", "KR_ALLOW_ANONYMOUS": "on", **(worker_vars or {})},
                 record_calls=role != "publish",
             )
 
@@ -613,6 +621,8 @@ def record(
             "date": time.strftime("%Y-%m-%d"),
             "statuses": statuses,
             "pyodide": stats.get("pyodide_version"),
+            "vars": worker_vars or {},
+            "colo": stats.get("colo"),
         },
     }
 
@@ -652,15 +662,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=150, help="warm queries recorded")
     parser.add_argument("--fresh", type=int, default=4, help="fresh isolates (+1: the warm one)")
     parser.add_argument("--scenarios-table", action="store_true")
+    parser.add_argument(
+        "--var", action="append", default=[], help="a Worker variable KEY=VALUE (repeatable)"
+    )
+    parser.add_argument(
+        "--tag", default="", help="keep the schedules as edge_schedules-TAG.json (a variant)"
+    )
     args = parser.parse_args(argv)
     if args.scenarios_table:
         print(scenario_table())
         return 0
-    kept = args.root / f"scale-{args.sections}-work" / "edge_schedules.json"
+    name = f"edge_schedules-{args.tag}.json" if args.tag else "edge_schedules.json"
+    kept = args.root / f"scale-{args.sections}-work" / name
     if args.replay_only:
         recorded = json.loads(kept.read_text(encoding="utf-8"))
     else:
-        recorded = record(args.sections, args.root, args.queries, args.fresh, args.reuse_build)
+        worker_vars = dict(item.split("=", 1) for item in args.var)
+        recorded = record(
+            args.sections,
+            args.root,
+            args.queries,
+            args.fresh,
+            args.reuse_build,
+            worker_vars=worker_vars,
+        )
         kept.write_text(json.dumps(recorded), encoding="utf-8")
     scenarios = SCENARIOS if args.all else (args.scenario,)
     results = [model(recorded, scenario) for scenario in scenarios]

@@ -73,6 +73,7 @@ __all__ = [
     "KV_BINDING",
     "LOG_FLUSH_EVERY",
     "LOG_FLUSH_INTERVAL_S",
+    "RECORDS_CHOICES",
     "RERANKER_CHOICES",
     "VECTORS_BINDING",
     "CloudflareBindings",
@@ -99,6 +100,10 @@ AI_BINDING = "AI"
 
 RERANKER_CHOICES = ("off", "workers-ai")
 """``KR_RERANKER``: no rerank stage (the default), or Workers AI's reranker model."""
+RECORDS_CHOICES = ("d1", "objects")
+"""``KR_RECORDS``: where a response's document records are read — D1's ``knowledge_records``
+in one query (the default), or the package's content-named record chunks (through the colo's
+cache); docs/adr/0026 compares them."""
 
 CACHE_TTL_S = 24 * 3600
 """KV expiration of query-cache entries (they are keyed by version and day)."""
@@ -219,6 +224,7 @@ class WorkerSettings:
     log_policy: LogPolicy = DEFAULT_LOG_POLICY  # KR_LOG_STORE, KR_LOG_RETENTION_DAYS
     reranker: str = "off"  # KR_RERANKER: off | workers-ai (docs/adr/0015)
     reranker_model: str = DEFAULT_RERANK_MODEL
+    records: str = "d1"  # KR_RECORDS: d1 | objects (docs/adr/0026)
 
     def router_config(self) -> RouterConfig:
         """The cascade's configuration with this Worker's latency budget."""
@@ -230,7 +236,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
     """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
     ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21),
     ``KR_QUERY_LOG`` (on/off), ``KR_LOG_STORE`` (redacted/terms), ``KR_LOG_RETENTION_DAYS``,
-    ``KR_RERANKER`` (off/workers-ai) and ``KR_RERANKER_MODEL``."""
+    ``KR_RERANKER`` (off/workers-ai), ``KR_RERANKER_MODEL`` and ``KR_RECORDS`` (d1/objects)."""
     defaults = WorkerSettings()
     return WorkerSettings(
         active_version_ttl_s=_number(
@@ -244,6 +250,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
         log_policy=log_policy_from(lambda name: _text(env, name)),
         reranker=_choice(env, "KR_RERANKER", defaults.reranker, RERANKER_CHOICES),
         reranker_model=str(to_py(binding(env, "KR_RERANKER_MODEL")) or defaults.reranker_model),
+        records=_choice(env, "KR_RECORDS", defaults.records, RECORDS_CHOICES),
     )
 
 
@@ -284,7 +291,7 @@ def build_service(
         vector_stage=vector_stage,
         recorder=recorder,
         question_log=cf.question_log,
-        record_rows=cf.record_rows,
+        record_rows=cf.record_rows if settings.records == "d1" else None,
     )
 
 
