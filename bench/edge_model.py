@@ -339,7 +339,6 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
             calls[event["id"]]["headers_only"] = bool(event.get("headers_only"))
     events = colo_view(events, calls, colo_warm)
     beside = _probes_beside(events, calls)
-    late: list[tuple[float, str]] = []  # probes the response waits for, not the reads
     clock = 0.0
     last_t, last_cpu, last_host = 0.0, 0.0, 0.0
     cpu_total = 0.0
@@ -382,11 +381,9 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
             if kind_of(call) in LIMITED and not call.get("body"):
                 # the connection is held until the response headers: the round trip
                 open_limited.append(start + round_trip_ms(call, scenario, colo_warm))
-            steps = 0 if call.get("body") else 2 if call.get("then_r2") else 1
-            depth[event["id"]] = depth_seen + steps
+            depth[event["id"]] = depth_seen + _steps(call)
         elif event["kind"] == "settle" and event["id"] in beside:
-            settled_ids.add(event["id"])
-            late.append((ends[event["id"]], what(call)))
+            settled_ids.add(event["id"])  # its bytes count; its time holds nothing back
         elif event["kind"] == "settle" and event["id"] in ends and not in_background(call):
             settled_ids.add(event["id"])
             end = ends[event["id"]]
@@ -401,20 +398,27 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
         "host": schedule.get("end_host_us", last_host),
     }
     spend(finish, resumed=True)
-    for probe_end, name in late:  # the cascade awaits the probe before its answer
-        if probe_end > clock:
-            waits[name] = waits.get(name, 0.0) + probe_end - clock
-            clock = probe_end
     received = sum(int(calls[i].get("bytes") or 0) for i in settled_ids if not calls[i].get("body"))
     return Replay(clock, depth_seen, received, cpu_total, waits)
 
 
+def _steps(call: dict[str, Any]) -> int:
+    """Sequential reads a call adds to its chain: none for a body read (its get was one) or a
+    colo lookup that missed (it is the first milliseconds of the R2 read that follows it, and
+    a cold-colo hit replayed as a miss is one read: its R2 part), one for any other call."""
+    if call.get("body"):
+        return 0
+    if kind_of(call) == "cache" and call.get("op") == "match":
+        return 1 if call.get("bytes") else 0  # a hit, or a hit replayed as miss + R2 read
+    return 1
+
+
 def _probes_beside(events: list[dict[str, Any]], calls: dict[Any, dict[str, Any]]) -> set[Any]:
-    """Query-cache probes that missed while the cascade ran beside them (pipeline.py: the
-    probe is started with the first reads and awaited only before the answer): other calls
-    were issued while it was in flight. Their settlement gates no read; the response waits
-    for it at the end. A probe awaited alone (a fresh isolate's, before the package loads)
-    is not one of them."""
+    """Query-cache probes that missed while the cascade ran beside them (pipeline.py and
+    ``router.sync.beside``: the probe starts with the first reads and only a hit is waited
+    for; a miss, or a probe slower than the whole cascade, holds back neither a read nor the
+    response): other calls were issued while it was in flight. A probe awaited alone (a fresh
+    isolate's, before the package loads) is not one of them."""
     beside: set[Any] = set()
     open_probes: set[Any] = set()
     for event in events:

@@ -33,6 +33,7 @@ from router.stages.cache import (
     known_lookup,
     look_up,
     probe,
+    request_cache_key,
     trace_lookup,
 )
 from router.stages.confidence import assess, unreadable, with_vector_evidence
@@ -138,12 +139,12 @@ async def run_cascade(
         if known.response is not None:
             trace_lookup(state, known)
             return from_cache(known.response, known.where, request.query, trace, services.metrics)
-        return await _cascade(state, services, _ready(known))
+        return await _cascade(state, services, lambda: known)
 
-    # the KV probe runs beside the cascade: a hit answers as soon as it arrives, a miss is
-    # awaited only once the cascade has read everything (it gates none of its reads)
-    def cascade(found: Awaitable[CacheLookup]) -> Awaitable[QueryResponse]:
-        return _cascade(state, services, found)
+    # the KV probe runs beside the cascade: a hit answers as soon as it arrives; a miss, or a
+    # probe still on its way when the cascade has its answer, holds nothing back
+    def cascade(peek: Callable[[], CacheLookup | None]) -> Awaitable[QueryResponse]:
+        return _cascade(state, services, peek)
 
     raced = beside(look_up(state, cache), _is_hit, cascade, services.defer)
     hit, response = await raced
@@ -154,20 +155,19 @@ async def run_cascade(
     return response
 
 
-async def _ready(found: CacheLookup) -> CacheLookup:
-    return found
-
-
 def _is_hit(found: CacheLookup) -> bool:
     return found.response is not None
 
 
 async def _cascade(
-    state: QueryState, services: CascadeServices, probe: Awaitable[CacheLookup] | None
+    state: QueryState,
+    services: CascadeServices,
+    peek: Callable[[], CacheLookup | None] | None,
 ) -> QueryResponse:
-    """The cascade's stages for one understood request; ``probe`` (the query cache's lookup,
-    None without a cache) is awaited before anything that a cached answer would make wasted
-    or wrong to do: the generator, the metrics, the cache write."""
+    """The cascade's stages for one understood request. ``peek`` (None without a cache) gives
+    the query cache's lookup if it has arrived: asked once the answer's inputs are read, before
+    the generator, the metrics and the cache write; a lookup still on its way counts as a miss
+    (the answer is the one the cache would hold: same version, same key)."""
     request, config, trace = state.request, state.config, state.trace
     exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
@@ -207,18 +207,19 @@ async def _cascade(
     quoting = answer_sections(state, fused, fact)
     state.texts = await load_texts(state, quoted_sections(shown, quoting))
     context = context_for(state, shown)
-    found = None
-    if probe is not None:
-        found = await probe
-        trace_lookup(state, found)
-        if found.response is not None:  # unused: ``beside`` answers a hit as it arrives
+    cache_key = None
+    if peek is not None:
+        found = peek()
+        if found is not None and found.response is not None:  # unused: ``beside`` answers it
             return from_cache(found.response, found.where, request.query, trace, None)
+        cache_key = request_cache_key(state)
+        trace_lookup(state, found or CacheLookup(cache_key, None, "pending"))
     answer = await choose_answer(state, fused, fact, context, services.generator)
 
-    response = build_response(state, answer, shown, context, cache_missed=found is not None)
+    response = build_response(state, answer, shown, context, cache_missed=cache_key is not None)
     record_metrics(services.metrics, response, exact_hit=bool(state.exact))
-    if services.cache is not None and found is not None:
-        await services.cache.put(found.key, response.model_dump(mode="json"), services.defer)
+    if services.cache is not None and cache_key is not None:
+        await services.cache.put(cache_key, response.model_dump(mode="json"), services.defer)
     return response
 
 

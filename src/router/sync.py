@@ -63,39 +63,47 @@ async def concurrently(jobs: Sequence[Awaitable[T]]) -> list[T]:
 async def beside(
     probe: Awaitable[P],
     early: Callable[[P], bool],
-    work: Callable[[Awaitable[P]], Awaitable[T]],
+    work: Callable[[Callable[[], P | None]], Awaitable[T]],
     leave: Callable[[Awaitable[None]], None] | None = None,
 ) -> tuple[P | None, T | None]:
     """``work`` run beside ``probe`` (the query cache's KV read beside the cascade): ``(probe's
     result, None)`` as soon as that result is ``early`` (a hit), else ``(None, work's result)``.
 
-    ``work`` is given an awaitable of the probe's result, to await once its own reads are done
-    (so a miss costs the work nothing on its way; only if the probe is slower than all of the
-    work does the work wait for it). On an early result the work is not cancelled (a read cut
-    off halfway could leave an isolate cache half filled): it is handed to ``leave`` (the
-    Worker's ``waitUntil``) or left to finish on its own, its result unused. Without an event
-    loop: the probe, then the work unless the probe's result is early (they never suspend)."""
+    ``work`` is given ``peek()``: the probe's result if it has arrived, else None — the probe
+    never holds the work back, not even at its end (a KV read slower than the whole cascade
+    costs the answer nothing; the probe is left to finish on its own). On an early result the
+    work is not cancelled (a read cut off halfway could leave an isolate cache half filled): it
+    is handed to ``leave`` (the Worker's ``waitUntil``) or left to finish, its result unused.
+    Without an event loop: the probe, then the work unless the probe's result is early (they
+    never suspend)."""
     if not _loop_running():
-        found = await probe
-        if early(found):
-            return found, None
-        return None, await work(_ready(found))
+        result = await probe
+        if early(result):
+            return result, None
+        return None, await work(lambda: result)
     probe_task = asyncio.ensure_future(probe)
-    work_task = asyncio.ensure_future(work(probe_task))
+
+    def peek() -> P | None:
+        if not probe_task.done() or probe_task.cancelled() or probe_task.exception():
+            return None
+        return probe_task.result()
+
+    work_task = asyncio.ensure_future(work(peek))
     await asyncio.wait({probe_task, work_task}, return_when=asyncio.FIRST_COMPLETED)
-    if probe_task.done() and probe_task.exception() is None and early(probe_task.result()):
+    found = peek()
+    if found is not None and early(found):
         if work_task.done():
-            work_task.exception()  # retrieved: a failure of unused work is not an error
+            _retrieve(work_task)  # a failure of unused work is not an error
         elif leave is not None:
             leave(_quietly(work_task))
         else:
             work_task.add_done_callback(_retrieve)
-        return probe_task.result(), None
+        return found, None
+    if not probe_task.done():
+        probe_task.add_done_callback(_retrieve)  # a late probe's failure is nobody's
+    elif not probe_task.cancelled():
+        probe_task.exception()
     return None, await work_task
-
-
-async def _ready(value: P) -> P:
-    return value
 
 
 async def _quietly(task: Awaitable[Any]) -> None:

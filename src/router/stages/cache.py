@@ -39,7 +39,8 @@ __all__ = [
 CACHE_PREFIX = "qcache:"
 KEY_HEX_CHARS = 40  # of the sha256: 160 bits, no collision in any cache
 LLM_KEY_SUFFIX = "+llm"  # an LLM answer and an extractive one are cached apart
-CacheWhere = Literal["memory", "kv", "miss", "unavailable"]  # unavailable: KV failed (a miss)
+CacheWhere = Literal["memory", "kv", "miss", "unavailable", "pending"]
+"""unavailable: KV failed (a miss); pending: the answer was ready before KV's (a miss)."""
 
 
 def cache_key(
