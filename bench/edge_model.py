@@ -31,8 +31,21 @@ of calls each issued after the previous one settled.
 States: ``fresh`` = a new isolate on a cold colo (app import + the first query, which loads the
 package); ``cold_colo`` = a warm isolate whose every binding read misses the colo's caches;
 ``warm`` = a warm isolate on a warm colo (KV reads are hot, except the query-cache probe of a
-question never asked, which no colo holds; R2, D1, Vectorize and Workers AI have no colo cache on
-the code's path, which reads R2 directly and uses no Cache API). The latency figures and their
+question never asked, which no colo holds). R2's content-named files are read through the colo's
+cache (``router.adapters.cloudflare.cache``, docs/adr/0026); the manifest and the partitions'
+bundles, D1, Vectorize and Workers AI have no colo cache on the code's path.
+
+The colo's cache from one recording (``colo_view``): the host's cache (host.mjs ``ColoCache``)
+starts empty and fills as the Worker reads, so an object's first read in a run is a ``match``
+that misses, then the R2 get and body, and every later read a hit. On the warm colo every such
+read hits: the miss takes the bytes R2 sent and the R2 calls are dropped. On the cold colo (and
+for a fresh isolate) every read misses: a hit costs ``cache_match`` + ``r2_get`` + its bytes.
+A colo lookup that misses is not a round trip of its own (it is the first ~2 ms of the read).
+
+The query-cache probe (``router.sync.beside``): it starts with the first index reads and only a
+hit is waited for, so a probe that missed while other calls were issued (``_probes_beside``)
+holds back neither a read nor the response; a probe awaited alone (a fresh isolate's, before
+the package loads) is replayed like any read. The latency figures and their
 sources: ``FIGURES`` (the table in bench/README.md, "An edge cost model";
 ``--scenarios-table`` prints it).
 """
