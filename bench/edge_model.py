@@ -43,9 +43,9 @@ for a fresh isolate) every read misses: a hit costs ``cache_match`` + ``r2_get``
 A colo lookup that misses is not a round trip of its own (it is the first ~2 ms of the read).
 
 The query-cache probe (``router.sync.beside``): it starts with the first index reads and only a
-hit is waited for, so a probe that missed while other calls were issued (``_probes_beside``)
-holds back neither a read nor the response; a probe awaited alone (a fresh isolate's, before
-the package loads) is replayed like any read. The latency figures and their
+hit is waited for, so a probe that missed (``_probes_beside``) holds back neither a read nor the
+response; the probe a fresh isolate awaits alone before loading the package is replayed like
+any read. The latency figures and their
 sources: ``FIGURES`` (the table in bench/README.md, "An edge cost model";
 ``--scenarios-table`` prints it).
 """
@@ -427,26 +427,29 @@ def _steps(call: dict[str, Any]) -> int:
 
 
 def _probes_beside(events: list[dict[str, Any]], calls: dict[Any, dict[str, Any]]) -> set[Any]:
-    """Query-cache probes that missed while the cascade ran beside them (pipeline.py and
-    ``router.sync.beside``: the probe starts with the first reads and only a hit is waited
-    for; a miss, or a probe slower than the whole cascade, holds back neither a read nor the
-    response): other calls were issued while it was in flight. A probe awaited alone (a fresh
-    isolate's, before the package loads) is not one of them."""
-    beside: set[Any] = set()
-    open_probes: set[Any] = set()
-    for event in events:
-        call = calls.get(event["id"])
-        if call is None:
-            continue
-        probe = kind_of(call) == "kv" and str(call.get("key") or "").startswith("qcache:")
-        if event["kind"] == "issue":
-            if probe and call.get("op") == "get" and not call.get("bytes"):
-                open_probes.add(event["id"])
-            elif not call.get("body"):
-                beside.update(open_probes)  # another call issued while the probe was open
-        elif event["id"] in open_probes:
-            open_probes.discard(event["id"])
-    return beside
+    """Query-cache probes that missed beside the cascade (pipeline.py and
+    ``router.sync.beside``: the probe starts with the first index reads and only a hit is
+    waited for; a miss, or a probe slower than the whole cascade, holds back neither a read
+    nor the response). Every missed probe of a request is one, except the probe a fresh
+    isolate awaits alone before loading the package (``cached_before_loading``): it is
+    followed by the manifest's read. Decided from the code, not from the recorded order: the
+    local KV often settled before the cascade issued its first read."""
+    loads = any(
+        e["kind"] == "issue" and str(calls[e["id"]].get("key") or "").endswith("manifest.json")
+        for e in events
+        if e["id"] in calls
+    )
+    if loads:
+        return set()
+    return {
+        e["id"]
+        for e in events
+        if e["kind"] == "issue"
+        and kind_of(calls[e["id"]]) == "kv"
+        and str(calls[e["id"]].get("key") or "").startswith("qcache:")
+        and calls[e["id"]].get("op") == "get"
+        and not calls[e["id"]].get("bytes")
+    }
 
 
 def chain(*schedules: dict[str, Any]) -> dict[str, Any]:

@@ -121,7 +121,9 @@ def test_colo_state_changes_kv_reads_only() -> None:
 
 def test_a_new_questions_cache_probe_is_cold_on_a_warm_colo_too() -> None:
     probe = {**KV, "key": "qcache:abc"}
-    missed = Schedule().issue(1, probe).wait(2).settle(1, 0).done()
+    # a fresh isolate's probe, awaited alone before the package loads (its manifest read)
+    manifest = {**R2, "key": "packages/kv-1/manifest.json"}
+    missed = Schedule().issue(1, probe).wait(2).settle(1, 0).issue(2, manifest).done()
     found = Schedule().issue(1, probe).wait(2).settle(1, 900).done()
     assert replay(missed, "typical", True).ms == pytest.approx(figure("kv_cold", "typical"))
     assert replay(found, "typical", True).ms == pytest.approx(
@@ -162,7 +164,9 @@ def test_a_cache_probe_beside_the_reads_holds_nothing_back_when_it_misses() -> N
     probe = {**KV, "key": "qcache:abc"}
     beside = Schedule().issue(1, probe).work(1).issue(2, R2).wait(1).settle(1, 0)
     beside.wait(1).settle(2).work(1)
-    alone = Schedule().issue(1, probe).wait(1).settle(1, 0).work(1).issue(2, R2)
+    # a fresh isolate's probe is awaited alone, before the package loads (the manifest)
+    manifest = {**R2, "key": "packages/kv-1/manifest.json"}
+    alone = Schedule().issue(1, probe).wait(1).settle(1, 0).work(1).issue(2, manifest)
     alone.wait(1).settle(2).work(1)
     assert replay(beside.done(), "typical", True).ms == pytest.approx(1 + R2_MS + 1)
     assert replay(alone.done(), "typical", True).ms == pytest.approx(
