@@ -3,6 +3,7 @@ Pyodide, replayed under published Cloudflare latencies.
 
     python bench/edge_model.py --sections 10000 [--scenario typical|pessimistic] [--reuse-build]
         [--json] [--queries N] [--fresh N] [--root /work/synthetic] [--replay-only] [--all]
+        [--var KEY=VALUE ...] [--tag TAG]
 
 The recording: the real ``src/entry.py`` in Pyodide (tests/pyodide/host.mjs with
 ``recordCalls``) over wrangler's local KV/R2/D1, the package of ``bench/scale.py`` (the corpus of
@@ -30,8 +31,21 @@ of calls each issued after the previous one settled.
 States: ``fresh`` = a new isolate on a cold colo (app import + the first query, which loads the
 package); ``cold_colo`` = a warm isolate whose every binding read misses the colo's caches;
 ``warm`` = a warm isolate on a warm colo (KV reads are hot, except the query-cache probe of a
-question never asked, which no colo holds; R2, D1, Vectorize and Workers AI have no colo cache on
-the code's path, which reads R2 directly and uses no Cache API). The latency figures and their
+question never asked, which no colo holds). R2's content-named files are read through the colo's
+cache (``router.adapters.cloudflare.cache``, docs/adr/0026); the manifest and the partitions'
+bundles, D1, Vectorize and Workers AI have no colo cache on the code's path.
+
+The colo's cache from one recording (``colo_view``): the host's cache (host.mjs ``ColoCache``)
+starts empty and fills as the Worker reads, so an object's first read in a run is a ``match``
+that misses, then the R2 get and body, and every later read a hit. On the warm colo every such
+read hits: the miss takes the bytes R2 sent and the R2 calls are dropped. On the cold colo (and
+for a fresh isolate) every read misses: a hit costs ``cache_match`` + ``r2_get`` + its bytes.
+A colo lookup that misses is not a round trip of its own (it is the first ~2 ms of the read).
+
+The query-cache probe (``router.sync.beside``): it starts with the first index reads and only a
+hit is waited for, so a probe that missed (``_probes_beside``) holds back neither a read nor the
+response; the probe a fresh isolate awaits alone before loading the package is replayed like
+any read. The latency figures and their
 sources: ``FIGURES`` (the table in bench/README.md, "An edge cost model";
 ``--scenarios-table`` prints it).
 """
@@ -97,7 +111,15 @@ FIGURES: dict[str, Figure] = {
     "cache_match": Figure(
         2.0,
         8.0,
-        "assumed: the colo's own cache (the code uses no Cache API today)",
+        "assumed: a Cache API lookup answered by the colo the Worker runs in (the cache is "
+        "per data center, never replicated: Cloudflare docs, Workers 'Cache'); a miss costs "
+        "the same lookup, then the R2 read",
+        "2026-12-05",
+    ),
+    "cache_put": Figure(
+        2.0,
+        8.0,
+        "assumed (the Worker stores in the colo after the response, in waitUntil)",
         "2026-12-05",
     ),
     "r2_get": Figure(
@@ -230,7 +252,7 @@ def category(call: dict[str, Any], colo_warm: bool) -> str | None:
     if kind == "ai":
         return "ai_embedding"
     if kind == "cache":
-        return "cache_match" if colo_warm else "kv_cold"
+        return "cache_put" if op in ("put", "delete") else "cache_match"
     return "r2_get"
 
 
@@ -240,7 +262,7 @@ def in_background(call: dict[str, Any]) -> bool:
     local simulator settled it before the response was written."""
     if kind_of(call) == "d1":
         return str(call.get("op")) in ("batch", "run", "exec")
-    return category(call, colo_warm=False) in ("kv_write", "r2_write")
+    return category(call, colo_warm=False) in ("kv_write", "r2_write", "cache_put")
 
 
 def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
@@ -248,8 +270,17 @@ def latency_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
     ``get`` settles on its headers: its bytes are transferred by the body read that follows)."""
     sent = 0.0 if call.get("headers_only") else float(call.get("bytes") or 0)
     transfer = sent / (figure("throughput_mb_s", scenario) * 1e3)
+    return transfer + round_trip_ms(call, scenario, colo_warm)
+
+
+def round_trip_ms(call: dict[str, Any], scenario: str, colo_warm: bool) -> float:
+    """The call's round trip without its bytes (what holds one of the six connections); a
+    colo-cache hit replayed on a cold colo is the miss and then the R2 read (``colo_view``)."""
     name = category(call, colo_warm)
-    return transfer + (figure(name, scenario) if name else 0.0)
+    ms = figure(name, scenario) if name else 0.0
+    if call.get("then_r2"):
+        ms += figure("r2_get", scenario)
+    return ms
 
 
 # -- the replay --------------------------------------------------------------------------------
@@ -267,6 +298,49 @@ class Replay:
     waits: dict[str, float]
 
 
+def _cached_key(call: dict[str, Any]) -> str:
+    """The R2 key a colo-cache call is for (its URL's path: cache.py's ``CACHE_ORIGIN + key``)."""
+    parts = str(call.get("key") or "").split("/", 3)
+    return parts[3] if len(parts) == 4 else ""
+
+
+def colo_view(
+    events: list[dict[str, Any]], calls: dict[Any, dict[str, Any]], colo_warm: bool
+) -> list[dict[str, Any]]:
+    """The recording as the colo's state would have it. The host's colo cache starts empty
+    and fills as the Worker reads (host.mjs ``ColoCache``): an object's first read in the run
+    is a ``match`` that misses, then an R2 ``get`` and its body; every later one a hit. On a
+    **warm colo** every such read hits: the miss becomes a hit with the bytes R2 sent and the
+    R2 get and body are dropped. On a **cold colo** (and for a fresh isolate) every read
+    misses: a hit becomes a miss followed by an R2 get of the same bytes (one call costing
+    ``cache_match + r2_get``, two sequential round trips). ``calls`` is updated in place."""
+    dropped: set[Any] = set()
+    for number, event in enumerate(events):
+        call = calls.get(event["id"]) if event["kind"] == "issue" else None
+        if call is None or kind_of(call) != "cache" or call.get("op") != "match":
+            continue
+        if not colo_warm:
+            call["then_r2"] = bool(call.get("bytes"))
+            continue
+        if call.get("bytes"):
+            continue
+        key = _cached_key(call)
+        follow = [
+            later["id"]
+            for later in events[number + 1 :]
+            if later["kind"] == "issue"
+            and kind_of(calls[later["id"]]) == "r2"
+            and calls[later["id"]].get("key") == key
+        ][:2]  # its get, then its body read
+        if not follow:
+            continue  # not in R2 either: a miss everywhere
+        body = calls[follow[-1]]
+        call["bytes"] = int(body.get("bytes") or 0)
+        call["colo_hit"] = True
+        dropped.update(follow)
+    return [e for e in events if e["id"] not in dropped]
+
+
 def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
     """Replay a recorded schedule (host.mjs ``schedule``: ``events``, ``end_ms``,
     ``end_cpu_us``) under ``scenario``; see the module docstring for the rules."""
@@ -276,6 +350,8 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
         if event["kind"] == "settle" and event["id"] in calls:
             calls[event["id"]]["bytes"] = event.get("bytes", 0)
             calls[event["id"]]["headers_only"] = bool(event.get("headers_only"))
+    events = colo_view(events, calls, colo_warm)
+    beside = _probes_beside(events, calls)
     clock = 0.0
     last_t, last_cpu, last_host = 0.0, 0.0, 0.0
     cpu_total = 0.0
@@ -317,9 +393,10 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
             ends[event["id"]] = start + latency_ms(call, scenario, colo_warm)
             if kind_of(call) in LIMITED and not call.get("body"):
                 # the connection is held until the response headers: the round trip
-                name = category(call, colo_warm)
-                open_limited.append(start + (figure(name, scenario) if name else 0.0))
-            depth[event["id"]] = depth_seen + (0 if call.get("body") else 1)
+                open_limited.append(start + round_trip_ms(call, scenario, colo_warm))
+            depth[event["id"]] = depth_seen + _steps(call)
+        elif event["kind"] == "settle" and event["id"] in beside:
+            settled_ids.add(event["id"])  # its bytes count; its time holds nothing back
         elif event["kind"] == "settle" and event["id"] in ends and not in_background(call):
             settled_ids.add(event["id"])
             end = ends[event["id"]]
@@ -328,14 +405,51 @@ def replay(schedule: dict[str, Any], scenario: str, colo_warm: bool) -> Replay:
                 waits[name] = waits.get(name, 0.0) + end - clock
                 clock = end
             depth_seen = max(depth_seen, depth[event["id"]])
-    end = {
+    finish = {
         "t": schedule.get("end_ms", last_t),
         "cpu": schedule.get("end_cpu_us", last_cpu),
         "host": schedule.get("end_host_us", last_host),
     }
-    spend(end, resumed=True)
+    spend(finish, resumed=True)
     received = sum(int(calls[i].get("bytes") or 0) for i in settled_ids if not calls[i].get("body"))
     return Replay(clock, depth_seen, received, cpu_total, waits)
+
+
+def _steps(call: dict[str, Any]) -> int:
+    """Sequential reads a call adds to its chain: none for a body read (its get was one) or a
+    colo lookup that missed (it is the first milliseconds of the R2 read that follows it, and
+    a cold-colo hit replayed as a miss is one read: its R2 part), one for any other call."""
+    if call.get("body"):
+        return 0
+    if kind_of(call) == "cache" and call.get("op") == "match":
+        return 1 if call.get("bytes") else 0  # a hit, or a hit replayed as miss + R2 read
+    return 1
+
+
+def _probes_beside(events: list[dict[str, Any]], calls: dict[Any, dict[str, Any]]) -> set[Any]:
+    """Query-cache probes that missed beside the cascade (pipeline.py and
+    ``router.sync.beside``: the probe starts with the first index reads and only a hit is
+    waited for; a miss, or a probe slower than the whole cascade, holds back neither a read
+    nor the response). Every missed probe of a request is one, except the probe a fresh
+    isolate awaits alone before loading the package (``cached_before_loading``): it is
+    followed by the manifest's read. Decided from the code, not from the recorded order: the
+    local KV often settled before the cascade issued its first read."""
+    loads = any(
+        e["kind"] == "issue" and str(calls[e["id"]].get("key") or "").endswith("manifest.json")
+        for e in events
+        if e["id"] in calls
+    )
+    if loads:
+        return set()
+    return {
+        e["id"]
+        for e in events
+        if e["kind"] == "issue"
+        and kind_of(calls[e["id"]]) == "kv"
+        and str(calls[e["id"]].get("key") or "").startswith("qcache:")
+        and calls[e["id"]].get("op") == "get"
+        and not calls[e["id"]].get("bytes")
+    }
 
 
 def chain(*schedules: dict[str, Any]) -> dict[str, Any]:
@@ -440,9 +554,16 @@ def model(recorded: dict[str, Any], scenario: str) -> dict[str, Any]:
 
 
 def record(
-    sections: int, root: Path, queries: int, fresh: int, reuse_build: bool, seed: int = 1
+    sections: int,
+    root: Path,
+    queries: int,
+    fresh: int,
+    reuse_build: bool,
+    seed: int = 1,
+    worker_vars: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Build (or reuse) the package of ``sections``, then record the Worker's schedules."""
+    """Build (or reuse) the package of ``sections``, then record the Worker's schedules
+    (``worker_vars``: Worker variables on top of the bench's, e.g. ``KR_RECORDS=objects``)."""
     import tempfile
 
     sys.path[:0] = [str(ROOT), str(BENCH)]
@@ -471,7 +592,7 @@ def record(
                 persist_to=state,
                 log=tmpdir / f"host-{role}.log",
                 vectorize={"dimensions": 256},
-                vars={"KR_QUERY_LOG": "off", "KR_ALLOW_ANONYMOUS": "on"},
+                vars={"KR_QUERY_LOG": "off", "KR_ALLOW_ANONYMOUS": "on", **(worker_vars or {})},
                 record_calls=role != "publish",
             )
 
@@ -520,6 +641,8 @@ def record(
             "date": time.strftime("%Y-%m-%d"),
             "statuses": statuses,
             "pyodide": stats.get("pyodide_version"),
+            "vars": worker_vars or {},
+            "colo": stats.get("colo"),
         },
     }
 
@@ -559,15 +682,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=150, help="warm queries recorded")
     parser.add_argument("--fresh", type=int, default=4, help="fresh isolates (+1: the warm one)")
     parser.add_argument("--scenarios-table", action="store_true")
+    parser.add_argument(
+        "--var", action="append", default=[], help="a Worker variable KEY=VALUE (repeatable)"
+    )
+    parser.add_argument(
+        "--tag", default="", help="keep the schedules as edge_schedules-TAG.json (a variant)"
+    )
     args = parser.parse_args(argv)
     if args.scenarios_table:
         print(scenario_table())
         return 0
-    kept = args.root / f"scale-{args.sections}-work" / "edge_schedules.json"
+    name = f"edge_schedules-{args.tag}.json" if args.tag else "edge_schedules.json"
+    kept = args.root / f"scale-{args.sections}-work" / name
     if args.replay_only:
         recorded = json.loads(kept.read_text(encoding="utf-8"))
     else:
-        recorded = record(args.sections, args.root, args.queries, args.fresh, args.reuse_build)
+        worker_vars = dict(item.split("=", 1) for item in args.var)
+        recorded = record(
+            args.sections,
+            args.root,
+            args.queries,
+            args.fresh,
+            args.reuse_build,
+            worker_vars=worker_vars,
+        )
         kept.write_text(json.dumps(recorded), encoding="utf-8")
     scenarios = SCENARIOS if args.all else (args.scenario,)
     results = [model(recorded, scenario) for scenario in scenarios]

@@ -38,13 +38,14 @@ from router.api.app import create_app
 
 
 def _after_response(work: Any) -> None:
-    """KV cache copy and query-log batch after the response: ``ctx.waitUntil`` keeps the
-    isolate alive for them (the ASGI bridge would await background tasks before answering)."""
+    """KV cache copy, query-log batch and the colo cache's puts after the response:
+    ``ctx.waitUntil`` keeps the isolate alive for them (the ASGI bridge would await background
+    tasks before answering)."""
     wait_until(asyncio.ensure_future(work))
 
 
 app = create_app(
-    lambda request: service_from_env(request.scope["env"]),
+    lambda request: service_from_env(request.scope["env"], _after_response),
     cors=lambda scope: cors_from_env(scope["env"]),
     defer=_after_response,
     auth=lambda request: authenticator_from_env(request.scope["env"]),
@@ -66,5 +67,5 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
         now = float(scheduled_ms) / 1000 if isinstance(scheduled_ms, int | float) else None
         env = env if env is not None else self.env
         retention = await retention_from_env(env, now=now)
-        report = await warm_from_env(env, now=now)
+        report = await warm_from_env(env, now=now, defer=_after_response)
         print(json.dumps({"log_retention": retention.as_dict(), "cache_warming": report.as_dict()}))

@@ -17,11 +17,13 @@ from router.errors import ConfigError, PackageFormatError
 from router.ops.publish import publish_package
 from router.package.reader import KnowledgePackage
 from router.package.stores.budget import ReaderBudget
+from router.package.version.content_names import is_lazy
 from router.package.version.manifest import Manifest
 from router.package.version.partitions import SHARED_PARTITION, partition_key
 from router.pipeline import run_query
 from router.ports import BlobStore
 from router.service import KnowledgeService
+from router.stages.cache import CACHE_PREFIX, QueryCache
 from router.vectors.hash_embedder import HashEmbedder
 from tests.common import ALFA, BETA, KNOWLEDGE, TODAY, CountedStore, write_doc
 
@@ -159,3 +161,62 @@ def test_an_anonymous_trace_tells_nothing_of_other_tenants(tmp_path: Path) -> No
     with_gamma = _anonymous_load(folder, tmp_path / "gamma")
     assert alone == with_gamma == {"partitions": 1, "bytes": alone["bytes"]}
     assert isinstance(alone["bytes"], int) and alone["bytes"] > 0
+
+
+class _ProbeAfterReads:
+    """KV whose query-cache probe answers only once the index has been read (a KV read slower
+    than the first R2 reads): a cascade that awaited the probe alone would never start."""
+
+    def __init__(self, kv: object, read: asyncio.Event) -> None:
+        self.kv = kv
+        self.read = read
+
+    async def get(self, key: str) -> str | None:
+        if key.startswith(CACHE_PREFIX):
+            await asyncio.wait_for(self.read.wait(), timeout=5)
+        return await self.kv.get(key)  # type: ignore[attr-defined,no-any-return]
+
+    async def put(self, key: str, value: str) -> None:
+        await self.kv.put(key, value)  # type: ignore[attr-defined]
+
+
+class _SignallingBlobs(CountedStore[bytes]):
+    def __init__(self, blobs: BlobStore, read: asyncio.Event) -> None:
+        super().__init__(blobs)
+        self.read = read
+
+    async def get(self, key: str) -> bytes | None:
+        found = await super().get(key)
+        if is_lazy(key.rsplit("/", 1)[-1]):
+            self.read.set()  # an index read of the cascade
+        await asyncio.sleep(0)
+        return found
+
+
+def test_the_query_cache_probe_runs_beside_the_first_index_reads(
+    service: KnowledgeService,
+) -> None:
+    """A warm isolate's KV probe does not hold back the index reads of a new question; a hit
+    still answers from KV, the same response."""
+    question = QueryRequest(query="qual o ramal da brigada em caso de emergência?")
+
+    async def ask_twice() -> tuple[QueryResponse, QueryResponse, QueryResponse]:
+        read = asyncio.Event()
+        kv = _ProbeAfterReads(service.kv, read)
+        blobs = _SignallingBlobs(service.blobs, read)
+        served = KnowledgeService(kv=kv, blobs=blobs, cache=QueryCache(8, kv))
+        await served.package()  # a warm isolate: the package is loaded
+        first = await served.query(question, today=TODAY)
+        other = KnowledgeService(kv=kv, blobs=blobs, cache=QueryCache(8, kv))
+        await other.package()
+        again = await other.query(question, today=TODAY)  # from KV, not from its memory
+        plain = await KnowledgeService(kv=service.kv, blobs=service.blobs).query(
+            question, today=TODAY
+        )
+        return first, again, plain
+
+    first, again, plain = asyncio.run(ask_twice())
+    assert first.metadata.cache == "miss" and again.metadata.cache == "kv"
+    assert first.results == again.results == plain.results and first.results
+    assert first.answer == again.answer == plain.answer
+    assert first.trace["stages"]["cache"]["hit"] is False

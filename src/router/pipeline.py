@@ -11,7 +11,7 @@ state it reads and fills is ``router.state.QueryState``; the response shape is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -27,7 +27,15 @@ from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
 from router.results import Fused, IndexReads, LatencyTier
 from router.stages.answer import answer_sections, choose_answer, named_fact
-from router.stages.cache import CacheLookup, QueryCache, look_up, probe
+from router.stages.cache import (
+    CacheLookup,
+    QueryCache,
+    known_lookup,
+    look_up,
+    probe,
+    request_cache_key,
+    trace_lookup,
+)
 from router.stages.confidence import assess, unreadable, with_vector_evidence
 from router.stages.context_builder import context_for
 from router.stages.corrective import correct, is_weak
@@ -48,7 +56,7 @@ from router.stages.topk import adaptive_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
 from router.support.question_frame import ClosedClasses
-from router.sync import concurrently, run_sync
+from router.sync import beside, concurrently, run_sync
 from router.trace import Trace
 
 __all__ = ["CascadeServices", "cached_before_loading", "run_cascade", "run_query"]
@@ -121,16 +129,46 @@ async def run_cascade(
     trace = Trace(clock, clock(), config.budget.max_latency_ms)
     state = _understood(view, request, config, tier, trace, today)
 
-    cache_key = None
-    if services.cache is None:
-        trace.skip("cache", "no cache configured")
-    else:
-        lookup = await look_up(state, services.cache, probed)
-        if lookup.response is not None:
-            return from_cache(lookup.response, lookup.where, request.query, trace, services.metrics)
-        cache_key = lookup.key
-
     state.visible_masks = visibility_masks(view, state.visibility)
+    cache = services.cache
+    if cache is None:
+        trace.skip("cache", "no cache configured")
+        return await _cascade(state, services, None)
+    known = known_lookup(state, cache, probed)
+    if known is not None:  # probed already, or in the isolate's memory: no read
+        if known.response is not None:
+            trace_lookup(state, known)
+            return from_cache(known.response, known.where, request.query, trace, services.metrics)
+        return await _cascade(state, services, lambda: known)
+
+    # the KV probe runs beside the cascade: a hit answers as soon as it arrives; a miss, or a
+    # probe still on its way when the cascade has its answer, holds nothing back
+    def cascade(peek: Callable[[], CacheLookup | None]) -> Awaitable[QueryResponse]:
+        return _cascade(state, services, peek)
+
+    raced = beside(look_up(state, cache), _is_hit, cascade, services.defer)
+    hit, response = await raced
+    if hit is not None and hit.response is not None:
+        trace_lookup(state, hit)
+        return from_cache(hit.response, hit.where, request.query, trace, services.metrics)
+    assert response is not None  # beside returns one of the two
+    return response
+
+
+def _is_hit(found: CacheLookup) -> bool:
+    return found.response is not None
+
+
+async def _cascade(
+    state: QueryState,
+    services: CascadeServices,
+    peek: Callable[[], CacheLookup | None] | None,
+) -> QueryResponse:
+    """The cascade's stages for one understood request. ``peek`` (None without a cache) gives
+    the query cache's lookup if it has arrived: asked once the answer's inputs are read, before
+    the generator, the metrics and the cache write; a lookup still on its way counts as a miss
+    (the answer is the one the cache would hold: same version, same key)."""
+    request, config, trace = state.request, state.config, state.trace
     exact_reads, term_reads = await _first_reads(state)
     state.exact = exact_hits(state, exact_reads)
     state.lexical = await lexical_search(state, state.features.terms, term_reads)
@@ -169,6 +207,13 @@ async def run_cascade(
     quoting = answer_sections(state, fused, fact)
     state.texts = await load_texts(state, quoted_sections(shown, quoting))
     context = context_for(state, shown)
+    cache_key = None
+    if peek is not None:
+        found = peek()
+        if found is not None and found.response is not None:  # unused: ``beside`` answers it
+            return from_cache(found.response, found.where, request.query, trace, None)
+        cache_key = request_cache_key(state)
+        trace_lookup(state, found or CacheLookup(cache_key, None, "pending"))
     answer = await choose_answer(state, fused, fact, context, services.generator)
 
     response = build_response(state, answer, shown, context, cache_missed=cache_key is not None)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["bounded", "concurrently", "run_sync"]
+__all__ = ["beside", "bounded", "concurrently", "run_sync"]
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 
 _DRIVEN_SYNCHRONOUSLY: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -57,6 +58,65 @@ async def concurrently(jobs: Sequence[Awaitable[T]]) -> list[T]:
     if _loop_running() and len(jobs) > 1:
         return list(await asyncio.gather(*jobs))
     return [await job for job in jobs]
+
+
+async def beside(
+    probe: Awaitable[P],
+    early: Callable[[P], bool],
+    work: Callable[[Callable[[], P | None]], Awaitable[T]],
+    leave: Callable[[Awaitable[None]], None] | None = None,
+) -> tuple[P | None, T | None]:
+    """``work`` run beside ``probe`` (the query cache's KV read beside the cascade): ``(probe's
+    result, None)`` as soon as that result is ``early`` (a hit), else ``(None, work's result)``.
+
+    ``work`` is given ``peek()``: the probe's result if it has arrived, else None — the probe
+    never holds the work back, not even at its end (a KV read slower than the whole cascade
+    costs the answer nothing; the probe is left to finish on its own). On an early result the
+    work is not cancelled (a read cut off halfway could leave an isolate cache half filled): it
+    is handed to ``leave`` (the Worker's ``waitUntil``) or left to finish, its result unused.
+    Without an event loop: the probe, then the work unless the probe's result is early (they
+    never suspend)."""
+    if not _loop_running():
+        result = await probe
+        if early(result):
+            return result, None
+        return None, await work(lambda: result)
+    probe_task = asyncio.ensure_future(probe)
+
+    def peek() -> P | None:
+        if not probe_task.done() or probe_task.cancelled() or probe_task.exception():
+            return None
+        return probe_task.result()
+
+    work_task = asyncio.ensure_future(work(peek))
+    await asyncio.wait({probe_task, work_task}, return_when=asyncio.FIRST_COMPLETED)
+    found = peek()
+    if found is not None and early(found):
+        if work_task.done():
+            _retrieve(work_task)  # a failure of unused work is not an error
+        elif leave is not None:
+            leave(_quietly(work_task))
+        else:
+            work_task.add_done_callback(_retrieve)
+        return found, None
+    if not probe_task.done():
+        probe_task.add_done_callback(_retrieve)  # a late probe's failure is nobody's
+    elif not probe_task.cancelled():
+        probe_task.exception()
+    return None, await work_task
+
+
+async def _quietly(task: Awaitable[Any]) -> None:
+    """Await unused work to its end; its failure is nobody's (its result is not used)."""
+    try:
+        await task
+    except Exception:  # its result, and so its failure, is nobody's
+        return
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def bounded(job: Awaitable[T], timeout_s: float) -> T:

@@ -121,11 +121,56 @@ def test_colo_state_changes_kv_reads_only() -> None:
 
 def test_a_new_questions_cache_probe_is_cold_on_a_warm_colo_too() -> None:
     probe = {**KV, "key": "qcache:abc"}
-    missed = Schedule().issue(1, probe).wait(2).settle(1, 0).done()
+    # a fresh isolate's probe, awaited alone before the package loads (its manifest read)
+    manifest = {**R2, "key": "packages/kv-1/manifest.json"}
+    missed = Schedule().issue(1, probe).wait(2).settle(1, 0).issue(2, manifest).done()
     found = Schedule().issue(1, probe).wait(2).settle(1, 900).done()
     assert replay(missed, "typical", True).ms == pytest.approx(figure("kv_cold", "typical"))
     assert replay(found, "typical", True).ms == pytest.approx(
         figure("kv_hot", "typical") + 900 / (figure("throughput_mb_s", "typical") * 1e3)
+    )
+
+
+CACHE = {"binding": "caches.default", "cls": "Cache", "op": "match"}
+OBJECT = "packages/_objects/shared.s-0123456789abcdef.bin"
+URL = "https://objects.knowledge-router.internal/" + OBJECT
+
+
+def _colo_read(hit: bool, size: int = 1000) -> dict[str, Any]:
+    """One content-named read as the host records it: a colo hit, or a miss then R2."""
+    s = Schedule().work(1).issue(1, {**CACHE, "key": URL}).wait(1)
+    if hit:
+        s.settle(1, size)
+    else:
+        s.settle(1, 0).issue(2, {**R2, "key": OBJECT}).wait(3).settle(2, size, headers_only=True)
+        s.issue(3, {**R2, "op": "body.arrayBuffer", "key": OBJECT, "body": True})
+        s.wait(1).settle(3, size)
+    return s.work(1).done()
+
+
+def test_a_warm_colo_serves_every_content_named_read_and_a_cold_one_none() -> None:
+    transfer = 1000 / (figure("throughput_mb_s", "typical") * 1e3)
+    match = figure("cache_match", "typical")
+    for hit in (True, False):  # the same read, recorded as a hit or as a miss
+        warm = replay(_colo_read(hit), "typical", colo_warm=True)
+        cold = replay(_colo_read(hit), "typical", colo_warm=False)
+        assert warm.ms == pytest.approx(2 + match + transfer)
+        assert cold.ms == pytest.approx(2 + match + R2_MS + transfer)
+        assert warm.round_trips == cold.round_trips == 1  # a lookup that missed is no round
+        assert warm.bytes == cold.bytes == 1000
+
+
+def test_a_cache_probe_beside_the_reads_holds_nothing_back_when_it_misses() -> None:
+    probe = {**KV, "key": "qcache:abc"}
+    beside = Schedule().issue(1, probe).work(1).issue(2, R2).wait(1).settle(1, 0)
+    beside.wait(1).settle(2).work(1)
+    # a fresh isolate's probe is awaited alone, before the package loads (the manifest)
+    manifest = {**R2, "key": "packages/kv-1/manifest.json"}
+    alone = Schedule().issue(1, probe).wait(1).settle(1, 0).work(1).issue(2, manifest)
+    alone.wait(1).settle(2).work(1)
+    assert replay(beside.done(), "typical", True).ms == pytest.approx(1 + R2_MS + 1)
+    assert replay(alone.done(), "typical", True).ms == pytest.approx(
+        figure("kv_cold", "typical") + 1 + R2_MS + 1
     )
 
 

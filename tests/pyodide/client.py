@@ -116,7 +116,8 @@ class PyodideHost:
     ``persist_to`` is wrangler's ``--persist-to`` folder (apply the D1 migrations there first);
     ``vectorize`` configures the Vectorize fake (``dimensions``, ``metadataIndexes``); ``vars``
     adds Worker variables; ``log`` receives the host's stderr (Pyodide and wrangler output);
-    ``record_calls`` makes each response carry its binding calls (``schedule``, host.mjs).
+    ``record_calls`` makes each response carry its binding calls (``schedule``, host.mjs);
+    ``colo`` is the colo's cache the Worker sees (``caches.default``): "on", "off" or "broken".
     """
 
     persist_to: Path
@@ -126,6 +127,7 @@ class PyodideHost:
     src: Path | None = None
     environment: str | None = None
     record_calls: bool = False
+    colo: str = "on"
     ready: dict[str, Any] = field(default_factory=dict)
     _process: subprocess.Popen[str] | None = field(default=None, init=False, repr=False)
     _lines: queue.Queue[str | None] = field(default_factory=queue.Queue, init=False, repr=False)
@@ -135,6 +137,7 @@ class PyodideHost:
             "persistTo": str(self.persist_to),
             "vectorize": self.vectorize,
             "vars": self.vars,
+            "colo": self.colo,
         }
         if self.src is not None:
             config["src"] = str(self.src)

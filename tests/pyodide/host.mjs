@@ -11,7 +11,8 @@
 // Usage:  node tests/pyodide/host.mjs '<config JSON>'
 //   config: {persistTo, wheels?, src?, configPath?, environment?, mainModule?,
 //            vectorize?: {dimensions, metadataIndexes?}, ai?: {embeddingModels?}, vars?: {..},
-//            recordCalls?: true (each fetch answer carries the request's binding calls)}
+//            recordCalls?: true (each fetch answer carries the request's binding calls),
+//            colo?: "on" (default) | "off" | "broken" (the colo's cache: `caches.default`)}
 //   Bindings and compatibility flags are read from the wrangler configuration.
 //   persistTo is the folder given to `wrangler ... --local --persist-to` (state under v3/).
 //
@@ -25,7 +26,9 @@
 //        → {"files", "bytes", "records", "ms"}: benchmark-size packages, from JS (below)
 //   {"cmd": "scheduled", "cron"?}                 → {"ms", "stdout": [lines the handler printed]}
 //   {"cmd": "python", "code"}                     → {"result"}  (code sets `result`; `env` in scope)
-//   {"cmd": "stats"}    → {"heap_bytes", "rss_bytes", "timings", "requests", "vectorize", "ai_calls"}
+//   {"cmd": "stats"}    → {"heap_bytes", "rss_bytes", "timings", "requests", "vectorize", "ai_calls",
+//                          "colo": {"entries", "bytes", "calls": {match, hit, put}}}
+//   {"cmd": "colo_clear"}                         → {"entries"}: empty the colo's cache (a cold colo)
 //   {"cmd": "exit"}
 // Errors: {"error": message}. An optional "id" in a command is echoed in its answer.
 
@@ -126,6 +129,7 @@ function note(event) {
 
 function sizeOf(value) {
   if (value === null || value === undefined) return 0;
+  if (value instanceof Response) return Number(value.headers.get("content-length") ?? 0);
   if (typeof value === "string") return Buffer.byteLength(value);
   if (value instanceof ArrayBuffer) return value.byteLength;
   if (ArrayBuffer.isView(value)) return value.byteLength;
@@ -242,6 +246,47 @@ function recordedFake(name, className, instance) {
       return recorded(name, className, prop, member.bind(target));
     },
   });
+}
+
+// --- the colo's cache (caches.default) ----------------------------------------------------------
+//
+// getPlatformProxy's `caches` is a no-op (match always misses, put stores nothing), so the host
+// gives the Worker a cache that behaves like one colo's: an in-memory Map keyed by URL, shared
+// by every request of this host, holding each put's body; a match returns a new Response over
+// the stored bytes (with its content-length, so the recorder knows its size). "broken": every
+// match and put rejects (the Worker must answer from R2); "off": no `caches` global at all.
+
+class ColoCache {
+  constructor(mode) {
+    this.mode = mode;
+    this.entries = new Map();
+    this.calls = { match: 0, hit: 0, put: 0 };
+  }
+  async match(request) {
+    this.calls.match++;
+    if (this.mode === "broken") throw new Error("colo cache unavailable");
+    const body = this.entries.get(typeof request === "string" ? request : request.url);
+    if (body === undefined) return undefined;
+    this.calls.hit++;
+    return new Response(body.slice(0), { headers: { "content-length": String(body.byteLength) } });
+  }
+  async put(request, response) {
+    this.calls.put++;
+    if (this.mode === "broken") throw new Error("colo cache unavailable");
+    this.entries.set(typeof request === "string" ? request : request.url, await response.arrayBuffer());
+  }
+  async delete(request) {
+    return this.entries.delete(typeof request === "string" ? request : request.url);
+  }
+  stats() {
+    let bytes = 0;
+    for (const body of this.entries.values()) bytes += body.byteLength;
+    return { mode: this.mode, entries: this.entries.size, bytes, calls: { ...this.calls } };
+  }
+}
+const colo = new ColoCache(config.colo ?? "on");
+if (colo.mode !== "off") {
+  globalThis.caches = { default: recordedFake("caches.default", "Cache", colo) };
 }
 
 let t = performance.now();
@@ -539,6 +584,7 @@ async function stats() {
       ),
     ),
     ai_calls: ai.calls,
+    colo: colo.stats(),
     pyodide_version: pyodide.version,
   };
 }
@@ -563,6 +609,11 @@ async function handle(msg) {
       return withContext(async (ctx) => ({ result: JSON.parse(await harness.run_code(ctx, env, msg.code)) }));
     case "stats":
       return stats();
+    case "colo_clear": {
+      const entries = colo.entries.size;
+      colo.entries.clear();
+      return { entries };
+    }
     default:
       throw new Error(`unknown command ${JSON.stringify(msg.cmd)}`);
   }

@@ -29,15 +29,18 @@ __all__ = [
     "QueryCache",
     "cache_key",
     "key_of_request",
+    "known_lookup",
     "look_up",
     "probe",
     "request_cache_key",
+    "trace_lookup",
 ]
 
 CACHE_PREFIX = "qcache:"
 KEY_HEX_CHARS = 40  # of the sha256: 160 bits, no collision in any cache
 LLM_KEY_SUFFIX = "+llm"  # an LLM answer and an extractive one are cached apart
-CacheWhere = Literal["memory", "kv", "miss", "unavailable"]  # unavailable: KV failed (a miss)
+CacheWhere = Literal["memory", "kv", "miss", "unavailable", "pending"]
+"""unavailable: KV failed (a miss); pending: the answer was ready before KV's (a miss)."""
 
 
 def cache_key(
@@ -132,20 +135,32 @@ class CacheLookup:
     where: CacheWhere
 
 
-async def look_up(
+def known_lookup(
     state: QueryState, cache: QueryCache, probed: CacheLookup | None = None
-) -> CacheLookup:
-    """Probe the cache for this request (unless ``probed`` already did, with the same key);
-    traced as the ``cache`` stage."""
+) -> CacheLookup | None:
+    """What the cache holds for this request without reading anything: ``probed`` (the probe a
+    cold isolate made before loading, for the same key), or the isolate's memory (a hit only);
+    None when only KV can say."""
     key = request_cache_key(state)
     if probed is not None and probed.key == key:
-        found = probed
-    else:
-        cached, where = await cache.get(key)
-        found = CacheLookup(key, cached, where)
-    hit = found.response is not None
-    state.trace.stage("cache", hit=hit, where=found.where, key=key[-12:])
-    return found
+        return probed
+    remembered = cache.memory.get(key)
+    return CacheLookup(key, remembered, "memory") if remembered is not None else None
+
+
+async def look_up(state: QueryState, cache: QueryCache) -> CacheLookup:
+    """Probe the cache (memory, then KV) for this request; traced by :func:`trace_lookup` when
+    the cascade reads its result (the probe runs beside the cascade's first reads)."""
+    key = request_cache_key(state)
+    cached, where = await cache.get(key)
+    return CacheLookup(key, cached, where)
+
+
+def trace_lookup(state: QueryState, found: CacheLookup) -> None:
+    """The ``cache`` stage of the trace: hit or not, where, the key's tail."""
+    state.trace.stage(
+        "cache", hit=found.response is not None, where=found.where, key=found.key[-12:]
+    )
 
 
 async def probe(

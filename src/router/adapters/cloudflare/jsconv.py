@@ -21,11 +21,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "BufferResponse",
     "binding",
+    "byte_length",
     "copy_into",
     "is_null",
     "is_pyodide",
+    "js_global",
     "js_null",
+    "new_response",
     "sql_params",
     "to_bytes",
     "to_js",
@@ -102,6 +106,47 @@ def copy_into(buffer: Any, target: memoryview) -> None:
     if len(source) != len(target):
         raise ValueError(f"{len(source)} bytes for a {len(target)}-byte buffer")
     target[:] = source
+
+
+def byte_length(buffer: Any) -> int:
+    """The length of an ``ArrayBuffer`` / typed array (``JsProxy``) or a Python buffer."""
+    if is_pyodide():
+        from pyodide.ffi import JsProxy
+
+        if isinstance(buffer, JsProxy):
+            return int(buffer.byteLength)
+    return memoryview(buffer).nbytes
+
+
+def js_global(name: str) -> Any:
+    """A JavaScript global (``caches`` in the Worker), or None when there is none (CPython)."""
+    if not is_pyodide():
+        return None
+    import js
+
+    value = getattr(js, name, None)
+    return None if is_null(value) else value
+
+
+class BufferResponse:
+    """CPython's stand-in for a JS ``Response`` over a buffer (the adapters' tests)."""
+
+    def __init__(self, body: Any, headers: dict[str, str]) -> None:
+        self.body = bytes(body)
+        self.headers = headers
+
+    async def arrayBuffer(self) -> memoryview:
+        return memoryview(bytearray(self.body))
+
+
+def new_response(body: Any, headers: dict[str, str]) -> Any:
+    """A JS ``Response`` whose body is ``body`` (an ``ArrayBuffer``, kept on the JS side: no
+    copy through the wasm heap), with ``headers``; a :class:`BufferResponse` in CPython."""
+    if not is_pyodide():
+        return BufferResponse(body, headers)
+    import js
+
+    return js.Response.new(body, to_js({"headers": headers}))
 
 
 def is_null(value: Any) -> bool:

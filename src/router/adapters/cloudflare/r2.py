@@ -19,7 +19,8 @@ __all__ = ["R2BlobStore"]
 
 
 class R2BlobStore:
-    """``get`` → bytes or None (``await object.arrayBuffer()``); ``get_into`` → the same copied
+    """``get`` → bytes or None (``await object.arrayBuffer()``; ``get_buffer``: the
+    ``ArrayBuffer`` itself); ``get_into`` → the same copied
     into a buffer the reader gives; ``put`` bytes as a Uint8Array; ``size`` → ``head(key)``'s
     size (no body); ``list_keys`` → ``list({prefix, cursor})`` pages; ``delete(key)``."""
 
@@ -27,11 +28,17 @@ class R2BlobStore:
         self.binding = binding
 
     async def get(self, key: str) -> bytes | None:
+        found = await self.get_buffer(key)
+        return None if found is None else to_bytes(found)
+
+    async def get_buffer(self, key: str) -> Any:
+        """The object's body as the binding gives it (a JS ``ArrayBuffer``: not yet copied into
+        the wasm heap, so the colo cache can store it as is), or None when it is absent."""
         try:
             found = await self.binding.get(key)
             if is_null(found):
                 return None
-            return to_bytes(await found.arrayBuffer())
+            return await found.arrayBuffer()
         except Exception as exc:
             raise BindingError(f"R2 get {key!r} failed: {exc}") from exc
 

@@ -9,8 +9,10 @@ embedder (``@cf/...`` → Workers AI, ``hash-trigram-256`` → the pure-Python t
 package without vectors, or without a usable embedder or index, runs without the vector stage.
 
 Binding names (wrangler.toml): ``KNOWLEDGE_KV``, ``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``,
-``KNOWLEDGE_VECTORS``, ``AI``; any may be absent (tests, partial deployments). Optional
-variables: ``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``.
+``KNOWLEDGE_VECTORS``, ``AI``; any may be absent (tests, partial deployments). R2's
+content-named files are read through the colo's cache (``caches.default``, docs/adr/0026) unless
+``KR_COLO_CACHE=off``. Optional variables: ``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``,
+``KR_LLM_MODEL``, ``KR_WARM_LIMIT``.
 Credentials and CORS (docs/adr/0012): API keys from D1's ``api_keys``, anonymous access off
 unless ``KR_ALLOW_ANONYMOUS=on``, ``KR_KEY_CACHE_TTL_S`` (30 s: how long a revoked key may still
 work in an isolate that saw it), ``KR_JWT_HS256_SECRET`` or ``KR_JWKS`` with
@@ -27,13 +29,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from router.adapters.cloudflare.cache import ColoCachedBlobs
 from router.adapters.cloudflare.d1 import (
     D1QueryLog,
     D1QuestionLog,
     D1RecordRows,
     D1RelationalStore,
 )
-from router.adapters.cloudflare.jsconv import binding, to_py
+from router.adapters.cloudflare.jsconv import binding, js_global, to_py
 from router.adapters.cloudflare.keys import D1KeyStore
 from router.adapters.cloudflare.kv import WorkersKV
 from router.adapters.cloudflare.r2 import R2BlobStore
@@ -49,6 +52,7 @@ from router.api.cors import CorsPolicy, cors_policy_from
 from router.api.fair_share import CallerShares, ShareConfig, share_config_from
 from router.auth import Authenticator, auth_config_from
 from router.config import DEFAULT_CACHE_ENTRIES, RetrievalBudget, RouterConfig
+from router.deferral import Defer
 from router.errors import ConfigError
 from router.namespaced import NamespacedStore, reranker_namespace
 from router.ops.query_log import QueryRecorder
@@ -69,6 +73,7 @@ __all__ = [
     "KV_BINDING",
     "LOG_FLUSH_EVERY",
     "LOG_FLUSH_INTERVAL_S",
+    "RECORDS_CHOICES",
     "RERANKER_CHOICES",
     "VECTORS_BINDING",
     "CloudflareBindings",
@@ -95,6 +100,10 @@ AI_BINDING = "AI"
 
 RERANKER_CHOICES = ("off", "workers-ai")
 """``KR_RERANKER``: no rerank stage (the default), or Workers AI's reranker model."""
+RECORDS_CHOICES = ("d1", "objects")
+"""``KR_RECORDS``: where a response's document records are read — D1's ``knowledge_records``
+in one query (the default), or the package's content-named record chunks (through the colo's
+cache); docs/adr/0026 compares them."""
 
 CACHE_TTL_S = 24 * 3600
 """KV expiration of query-cache entries (they are keyed by version and day)."""
@@ -115,7 +124,7 @@ class CloudflareBindings:
     """
 
     kv: WorkersKV | None = None
-    blobs: R2BlobStore | None = None
+    blobs: R2BlobStore | ColoCachedBlobs | None = None
     relational: D1RelationalStore | None = None
     query_log: D1QueryLog | None = None
     question_log: D1QuestionLog | None = None
@@ -169,14 +178,16 @@ class CloudflareBindings:
         return embedder, index
 
 
-def bindings(env: Any) -> CloudflareBindings:
-    """Adapters for the bindings of ``env`` (a Worker env, or any object/mapping in tests)."""
+def bindings(env: Any, defer: Defer | None = None) -> CloudflareBindings:
+    """Adapters for the bindings of ``env`` (a Worker env, or any object/mapping in tests).
+    R2 is read through the colo's cache (``caches.default``) when the runtime has one, unless
+    ``KR_COLO_CACHE=off``; ``defer`` runs the cache's writes after the response."""
     kv = binding(env, KV_BINDING)
     bucket = binding(env, BUCKET_BINDING)
     db = binding(env, DB_BINDING)
     return CloudflareBindings(
         kv=WorkersKV(kv) if kv is not None else None,
-        blobs=R2BlobStore(bucket) if bucket is not None else None,
+        blobs=_blobs(env, bucket, defer) if bucket is not None else None,
         relational=D1RelationalStore(db) if db is not None else None,
         query_log=D1QueryLog(db) if db is not None else None,
         question_log=D1QuestionLog(db) if db is not None else None,
@@ -184,6 +195,17 @@ def bindings(env: Any) -> CloudflareBindings:
         vectors_binding=binding(env, VECTORS_BINDING),
         ai_binding=binding(env, AI_BINDING),
     )
+
+
+def _blobs(env: Any, bucket: Any, defer: Defer | None) -> R2BlobStore | ColoCachedBlobs:
+    """R2, behind the colo's cache (docs/adr/0026) when there is one and it is not switched
+    off (``KR_COLO_CACHE=off``: on ``*.workers.dev`` the Cache API does nothing)."""
+    r2 = R2BlobStore(bucket)
+    caches = js_global("caches")
+    colo = None if caches is None else getattr(caches, "default", None)
+    if colo is None or not _switch(env, "KR_COLO_CACHE", True):
+        return r2
+    return ColoCachedBlobs(r2, colo, defer)
 
 
 @dataclass(frozen=True)
@@ -202,6 +224,7 @@ class WorkerSettings:
     log_policy: LogPolicy = DEFAULT_LOG_POLICY  # KR_LOG_STORE, KR_LOG_RETENTION_DAYS
     reranker: str = "off"  # KR_RERANKER: off | workers-ai (docs/adr/0015)
     reranker_model: str = DEFAULT_RERANK_MODEL
+    records: str = "d1"  # KR_RECORDS: d1 | objects (docs/adr/0026)
 
     def router_config(self) -> RouterConfig:
         """The cascade's configuration with this Worker's latency budget."""
@@ -213,7 +236,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
     """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
     ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21),
     ``KR_QUERY_LOG`` (on/off), ``KR_LOG_STORE`` (redacted/terms), ``KR_LOG_RETENTION_DAYS``,
-    ``KR_RERANKER`` (off/workers-ai) and ``KR_RERANKER_MODEL``."""
+    ``KR_RERANKER`` (off/workers-ai), ``KR_RERANKER_MODEL`` and ``KR_RECORDS`` (d1/objects)."""
     defaults = WorkerSettings()
     return WorkerSettings(
         active_version_ttl_s=_number(
@@ -227,6 +250,7 @@ def settings_from_env(env: Any) -> WorkerSettings:
         log_policy=log_policy_from(lambda name: _text(env, name)),
         reranker=_choice(env, "KR_RERANKER", defaults.reranker, RERANKER_CHOICES),
         reranker_model=str(to_py(binding(env, "KR_RERANKER_MODEL")) or defaults.reranker_model),
+        records=_choice(env, "KR_RECORDS", defaults.records, RECORDS_CHOICES),
     )
 
 
@@ -267,18 +291,19 @@ def build_service(
         vector_stage=vector_stage,
         recorder=recorder,
         question_log=cf.question_log,
-        record_rows=cf.record_rows,
+        record_rows=cf.record_rows if settings.records == "d1" else None,
     )
 
 
 _service: KnowledgeService | None = None
 
 
-def service_from_env(env: Any) -> KnowledgeService:
-    """The isolate's service, built from ``env`` on the first call and reused afterwards."""
+def service_from_env(env: Any, defer: Defer | None = None) -> KnowledgeService:
+    """The isolate's service, built from ``env`` on the first call and reused afterwards;
+    ``defer`` (the Worker's ``waitUntil``) runs its adapters' writes after a response."""
     global _service
     if _service is None:
-        _service = build_service(bindings(env), settings_from_env(env))
+        _service = build_service(bindings(env, defer), settings_from_env(env))
     return _service
 
 
@@ -338,10 +363,12 @@ def _text(env: Any, name: str) -> str | None:
     return None if raw is None else str(raw)
 
 
-async def warm_from_env(env: Any, now: float | None = None) -> WarmReport:
+async def warm_from_env(
+    env: Any, now: float | None = None, defer: Defer | None = None
+) -> WarmReport:
     """The scheduled handler's work: write this isolate's pending query counts, then replay
     the most frequent recent queries so the KV query cache holds their answers."""
-    service = service_from_env(env)
+    service = service_from_env(env, defer)
     if service.recorder is not None:
         await service.recorder.flush()
     query_log = bindings(env).query_log
