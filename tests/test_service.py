@@ -106,7 +106,7 @@ def test_a_damaged_tenant_partition_refuses_that_tenant_only_and_is_not_read_aga
 def test_an_isolate_holds_its_budget_of_tenant_partitions_and_reads_a_dropped_one_again(
     service: KnowledgeService, package: KnowledgePackage
 ) -> None:
-    """Past ``ReaderBudget.tenant_partitions`` the least recently asked tenant partition is
+    """Past ``ReaderBudget.partition_bytes`` the least recently asked tenant partition is
     dropped (an isolate serving many tenants would otherwise hold them all); that tenant's next
     question reads it again, and every answer is the whole package's."""
     blobs = CorruptingBlobs(service.blobs)
@@ -114,7 +114,7 @@ def test_an_isolate_holds_its_budget_of_tenant_partitions_and_reads_a_dropped_on
     question = "qual o ramal da brigada em caso de emergência?"
     alfa, beta = (f"{partition_key(t)}.partition.bin" for t in (ALFA, BETA))
     loaded = asyncio.run(served.package())
-    loaded.budget = ReaderBudget(tenant_partitions=1)
+    loaded.budget = ReaderBudget(partition_bytes=0)  # one tenant partition, the last asked
     for tenant in (ALFA, ALFA, BETA, ALFA):
         response = asyncio.run(
             served.query(QueryRequest(query=question, tenant=tenant), today=TODAY)

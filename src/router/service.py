@@ -29,6 +29,7 @@ from router.errors import BindingError, NoActiveVersionError, PackageFormatError
 from router.metrics import Metrics
 from router.package.format.bundle import BUNDLE_NAME
 from router.package.reader import KnowledgePackage, load_package
+from router.package.stores.budget import HeapPlan, ReaderBudget
 from router.package.stores.shards import ChunkIntoFetcher
 from router.package.version.content_names import is_lazy
 from router.package.version.fetch import (
@@ -189,6 +190,12 @@ class KnowledgeService:
     record_rows: RecordRows | None = None
     # reorders the fused top-N when confidence is not HIGH (router.stages.rerank); None: off
     reranker: Reranker | None = None
+    # the isolate's heap in use, bytes (the Worker's wasm heap; None: unknown): before every
+    # query the package's caches are sized from it and ``heap_plan`` (``fit_caches``)
+    heap_bytes: Callable[[], int | None] | None = None
+    heap_plan: HeapPlan = field(default_factory=HeapPlan)
+    # the caches' bounds of a package whose heap is not read (``kr serve``: a large budget)
+    reader_budget: ReaderBudget | None = None
     _package: KnowledgePackage | None = field(default=None, init=False)
     _version: str | None = field(default=None, init=False)
     _version_read_at: float = field(default=0.0, init=False)
@@ -363,6 +370,12 @@ class KnowledgeService:
         """Section vectors are read from the package only to fill an in-process index."""
         return self.load_vectors_on_activation
 
+    def _fit_caches(self, package: KnowledgePackage) -> None:
+        """Size the package's caches from the heap in use, when it can be read."""
+        reading = self.heap_bytes() if self.heap_bytes is not None else None
+        if reading is not None:
+            package.fit_caches(reading, self.heap_plan)
+
     async def load(self, version: str) -> KnowledgePackage:
         get = package_getter(self.blobs, version)
         where = f"package {version}"
@@ -393,6 +406,7 @@ class KnowledgeService:
             only=None if self.needs_vectors else _shared_indices(manifest),
             fetch_partitions=lambda names: fetch_files(get, where, names),
             fetch_chunk_into=_into_getter(self.blobs, version, where),
+            budget=self.reader_budget,
         )
         if package.version != version:
             raise PackageFormatError(f"package stored as {version} declares {package.version}")
@@ -436,6 +450,7 @@ class KnowledgeService:
         services.embedder, services.vector_index = self.embedder, self.vector_index
         held = package.byte_size
         await package.ready(request.tenant)
+        self._fit_caches(package)
         loaded_ms = (self.clock() - started) * 1000
         response = await run_cascade(
             package, request, self.config, services, today=today, probed=probed

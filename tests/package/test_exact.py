@@ -33,7 +33,7 @@ def test_every_key_is_found_through_the_directory_across_many_chunks(
     async def fetch(name: str) -> bytes:
         return files[name.partition(".")[2]]
 
-    store = PartitionExact("shared", directory, fetch, ExactTables(1000))
+    store = PartitionExact("shared", directory, fetch, ExactTables(1 << 24))
     expected = exact_keys_of(documents)
     probes = [*expected, "", "0", "zzzz", "apr.validity.nope", "ação"]
     found, cost = run_sync(store.targets(probes))

@@ -33,7 +33,7 @@ def _store(files: dict[str, bytes]) -> PartitionVocabulary:
         return files[name.partition(".")[2]]
 
     directory = decode_vocabulary_directory(files[VOCABULARY_NAME])
-    return PartitionVocabulary("shared", directory, fetch, VocabularyChunks(10_000))
+    return PartitionVocabulary("shared", directory, fetch, VocabularyChunks(1 << 24))
 
 
 def test_every_term_is_found_through_the_directory_with_its_df_and_phrases() -> None:

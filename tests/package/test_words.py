@@ -24,7 +24,7 @@ def _store(files: dict[str, bytes]) -> PartitionWords:
         return files[name.partition(".")[2]]
 
     return PartitionWords(
-        "shared", decode_word_directory(files[WORDS_NAME]), fetch, WordTables(999)
+        "shared", decode_word_directory(files[WORDS_NAME]), fetch, WordTables(1 << 24)
     )
 
 

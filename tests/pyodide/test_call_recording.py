@@ -77,3 +77,41 @@ def test_a_repeated_question_reads_no_index(recording_worker: PyodideHost) -> No
     assert again.json()["metadata"]["cache"] != "miss"
     issued = [e for e in again.schedule["events"] if e["kind"] == "issue"]
     assert not [e for e in issued if e["cls"] in ("R2Bucket", "D1Database")], issued
+
+
+QUERY_CACHE = """
+from router.adapters.cloudflare.heap import wasm_heap_bytes
+from router.adapters.cloudflare.service import service_from_env
+service = service_from_env(env)
+if OFF:
+    service.kept_cache, service.cache = service.cache, None
+else:
+    service.cache = service.kept_cache
+package = service._package
+result = {"heap": wasm_heap_bytes(), "cache_bytes": package.budget.cache_bytes if package else 0}
+"""
+
+
+def test_a_warm_isolate_sizes_its_caches_from_its_heap_and_reads_nothing_again(
+    recording_worker: PyodideHost,
+) -> None:
+    """With the query cache off (so the index answers), a question asked again by a warm
+    isolate makes no read of the package: the caches' room comes from the wasm heap in use,
+    not from fixed caps."""
+    questions = ["prazo de reembolso", "O que é APR?", "validade da permissão de trabalho"]
+    recording_worker.python(QUERY_CACHE.replace("OFF", "True"))
+    try:
+        first = [recording_worker.fetch("POST", "/v1/query", {"query": q}) for q in questions]
+        again = recording_worker.fetch("POST", "/v1/query", {"query": questions[0]})
+        state = recording_worker.python(QUERY_CACHE.replace("OFF", "True"))
+    finally:
+        recording_worker.python(QUERY_CACHE.replace("OFF", "False"))
+    assert all(r.status == 200 for r in [*first, again])
+    assert again.json()["metadata"]["cache"] == "off"
+    assert again.json()["results"] == first[0].json()["results"]  # the same answer
+    assert again.schedule is not None
+    issued = [e for e in again.schedule["events"] if e["kind"] == "issue"]
+    # the active version is read on every request here (KR_ACTIVE_VERSION_TTL_S=0)
+    assert all(e["cls"] == "KvNamespace" and e["op"] == "get" for e in issued), issued
+    assert state["heap"] > 30 * 1024 * 1024  # the wasm heap in use, read from Pyodide
+    assert state["cache_bytes"] > 20 * 1024 * 1024  # its room below the limit, not the caps

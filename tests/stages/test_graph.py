@@ -94,7 +94,7 @@ def test_edges_in_many_chunks_read_back_exactly() -> None:
     async def fetch(name: str) -> bytes:
         return files[name.partition(".")[2]]
 
-    store = PartitionGraph("shared", directory, fetch, GraphTables(1000))
+    store = PartitionGraph("shared", directory, fetch, GraphTables(1 << 24))
     found, cost = run_sync(store.neighbours_of(range(-1, 502)))
     expected: dict[int, dict[int, str]] = {}
     for source, target, kind in edges:

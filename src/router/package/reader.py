@@ -10,19 +10,15 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from router.errors import PackageFormatError
 from router.knowledge.model import ALL_TENANTS, Document, Section
+from router.lru import LruCache
 from router.package.compose import compose_view
 from router.package.partition import Partition, SharedCaches, decode_partition
 from router.package.stores.arena import ShardArena
-from router.package.stores.budget import ReaderBudget
-from router.package.stores.exact import (
-    ExactTables,
-)
-from router.package.stores.graph import (
-    GraphTables,
-)
+from router.package.stores.budget import HeapPlan, HeapRoom, ReaderBudget
 from router.package.stores.records import (
     RecordCache,
     RowReader,
@@ -31,12 +27,6 @@ from router.package.stores.shards import ChunkIntoFetcher, ShardCache
 from router.package.stores.texts import (
     ChunkCache,
     ChunkFetcher,
-)
-from router.package.stores.vocabulary import (
-    VocabularyChunks,
-)
-from router.package.stores.words import (
-    WordTables,
 )
 from router.package.version.content_names import verify_named
 from router.package.version.manifest import Manifest
@@ -74,10 +64,11 @@ class KnowledgePackage(VersionFacts):
 
     A package loaded for serving may hold only some partitions (the shared one at least): the
     others are read on the first query that needs them (``ready``), so a cold isolate reads the
-    shared partition and its caller's, not every tenant's. It holds at most
-    ``budget.tenant_partitions`` tenant partitions, dropping the least recently asked (read
-    again, one round trip, by that tenant's next question): an isolate serving a thousand
-    tenants must not end up holding all of them."""
+    shared partition and its caller's, not every tenant's. It holds tenant partitions up to
+    ``budget.partition_bytes`` of resident files (one at least), dropping the least recently
+    asked (read again, one round trip, by that tenant's next question): an isolate serving a
+    thousand tenants must not end up holding all of them. ``fit_caches`` sizes every cache
+    from the isolate's heap (``HeapRoom``)."""
 
     manifest: Manifest
     loaded: list[Partition | None]  # shared first, then tenants by key; None: not read (now)
@@ -85,6 +76,8 @@ class KnowledgePackage(VersionFacts):
     budget: ReaderBudget = field(default_factory=ReaderBudget)
     # reads partitions not held yet: (the partitions, their bytes)
     fetch_later: Callable[[list[int]], Awaitable[tuple[list[Partition], int]]] | None = None
+    caches: SharedCaches | None = field(default=None, repr=False)  # every partition's caches
+    _room: HeapRoom | None = field(default=None, repr=False)  # set by the first ``fit_caches``
     _views: OrderedDict[str | None, PackageView] = field(default_factory=OrderedDict, repr=False)
     _refused: dict[int, PackageFormatError] = field(default_factory=dict, repr=False)
     # tenant partitions read by ``ready`` (not at load), least recently asked first
@@ -141,11 +134,55 @@ class KnowledgePackage(VersionFacts):
             if self.fetch_later is not None and self._is_tenants(index):  # can be read again
                 self._tenants[index] = None
                 self._tenants.move_to_end(index)
-        while len(self._tenants) > max(1, self.budget.tenant_partitions):
+        while len(self._tenants) > 1 and self._tenant_bytes() > self.budget.partition_bytes:
             index = next(iter(self._tenants))
             del self._tenants[index]
             self.loaded[index] = None
             self._views.pop(self.manifest.partitions[index].key, None)
+
+    def _tenant_bytes(self) -> int:
+        """The resident bytes of the tenant partitions held (the manifest's sizes)."""
+        artifacts = self.manifest.artifacts
+        keys = {self.manifest.partitions[i].key for i in self._tenants}
+        names = self.manifest.names_to_read(with_vectors=True, partitions=keys)
+        return sum(int(artifacts[name].get("bytes", 0)) for name in names)
+
+    @property
+    def cached_bytes(self) -> int:
+        """What the package's caches hold between queries, as they account it (bytes)."""
+        if self.caches is None:
+            return 0
+        c = self.caches
+        tables = {id(t): t for t in (c.exact, c.vocabulary, c.graph, c.words, c.records.texts)}
+        held = sum(t.held for t in tables.values()) + c.records.decoded.held
+        return c.shards.cached_bytes + c.chunks.cached_bytes + held
+
+    def fit_caches(self, heap_bytes: int, plan: HeapPlan) -> ReaderBudget:
+        """Size every cache from a reading of the isolate's heap in use (``HeapRoom``: the
+        first reading, the package just loaded, sets the room below ``plan``'s ceiling; a heap
+        past it later takes the overshoot back from the caches). Returns the new budget."""
+        if self._room is None:
+            self._room = HeapRoom(plan, heap_bytes, self.section_count)
+        budget = ReaderBudget.for_headroom(self._room.room(heap_bytes))
+        if budget != self.budget:
+            self.resize(budget)
+        return budget
+
+    def resize(self, budget: ReaderBudget) -> None:
+        """Bound every cache by ``budget`` from now on (those past it drop their oldest now)."""
+        self.budget = budget
+        c = self.caches
+        if c is not None:
+            c.shards.resize(budget.shard_bytes)
+            c.chunks.resize(budget.chunk_bytes)
+            c.records.resize(budget.record_bytes)
+            for table in (c.exact, c.vocabulary, c.graph, c.words, c.records.texts):
+                table.resize(budget.table_bytes)
+        for view in self._views.values():
+            view.budget = budget
+        while len(self._views) > max(1, budget.views):
+            self._views.popitem(last=False)
+        self._asked([])
 
     def _is_tenants(self, index: int) -> bool:
         """Whether partition ``index`` holds one tenant's documents (a base or its delta)."""
@@ -249,14 +286,17 @@ def load_package(
     read_chunk = _chunk_reader(manifest, fetch, fetch_chunk)
     budget = budget or ReaderBudget()
     arena = ShardArena(budget.arena_bytes, budget.arena_min_shard_bytes)
+    # one LRU for every table's decoded chunks and the records' JSON (keys do not collide:
+    # content-named files, ("record", partition, document)): one budget, spent where needed
+    tables: LruCache[Any, Any] = LruCache(budget.table_bytes)
     shared = SharedCaches(
         ShardCache(budget.shard_bytes, arena),
         ChunkCache(budget.chunk_bytes),
-        RecordCache(budget.records),
-        ExactTables(budget.exact_tables),
-        VocabularyChunks(budget.vocabulary_chunks),
-        GraphTables(budget.graph_chunks),
-        WordTables(budget.word_chunks),
+        RecordCache(budget.record_bytes, tables),
+        tables,
+        tables,
+        tables,
+        tables,
         read_rows,
         _chunk_into_reader(fetch_chunk_into),
     )
@@ -282,6 +322,7 @@ def load_package(
         byte_size=sum(len(b) for b in blobs.values()) + len(manifest_blob),
         budget=budget,
         fetch_later=fetch_later if fetch_partitions is not None else None,
+        caches=shared,
     )
 
 

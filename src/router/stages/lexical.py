@@ -76,6 +76,7 @@ def _search(
     )
     weights = state.block_weights
     bounds: ScoreBounds = package.shared_memo("bm25_bounds", lambda: _score_bounds(package))
+    bounds.max_bytes = package.budget.bound_bytes  # the isolate's room may have changed
     arrays: PostingArrays = package.shared_memo("bm25_arrays", PostingArrays)
     ranking = served_terms_top_k(  # numpy in CPython, the pure scorer in the Worker: one ranking
         package,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from router.adapters.cloudflare.cache import ColoCachedBlobs
@@ -36,6 +36,7 @@ from router.adapters.cloudflare.d1 import (
     D1RecordRows,
     D1RelationalStore,
 )
+from router.adapters.cloudflare.heap import wasm_heap_bytes
 from router.adapters.cloudflare.jsconv import binding, js_global, to_py
 from router.adapters.cloudflare.keys import D1KeyStore
 from router.adapters.cloudflare.kv import WorkersKV
@@ -59,6 +60,7 @@ from router.ops.query_log import QueryRecorder
 from router.ops.questions import LogPolicy, log_policy_from
 from router.ops.retention import RetentionReport, apply_retention
 from router.ops.warming import DEFAULT_WARM_LIMIT, WarmReport, warm_cache
+from router.package.stores.budget import MIB, HeapPlan
 from router.package.version.manifest import Manifest
 from router.ports import Embedder, KeyValueStore, VectorIndex
 from router.service import ACTIVE_VERSION_TTL_S, KnowledgeService, VectorStageFactory
@@ -225,6 +227,7 @@ class WorkerSettings:
     reranker: str = "off"  # KR_RERANKER: off | workers-ai (docs/adr/0015)
     reranker_model: str = DEFAULT_RERANK_MODEL
     records: str = "d1"  # KR_RECORDS: d1 | objects (docs/adr/0026)
+    heap: HeapPlan = field(default_factory=HeapPlan)  # KR_HEAP_LIMIT_MIB, KR_HEAP_RESERVE_MIB
 
     def router_config(self) -> RouterConfig:
         """The cascade's configuration with this Worker's latency budget."""
@@ -236,8 +239,13 @@ def settings_from_env(env: Any) -> WorkerSettings:
     """``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``, ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``,
     ``KR_MAX_LATENCY_MS`` (the retrieval budget: stages past it are skipped, PRD §21),
     ``KR_QUERY_LOG`` (on/off), ``KR_LOG_STORE`` (redacted/terms), ``KR_LOG_RETENTION_DAYS``,
-    ``KR_RERANKER`` (off/workers-ai), ``KR_RERANKER_MODEL`` and ``KR_RECORDS`` (d1/objects)."""
+    ``KR_RERANKER`` (off/workers-ai), ``KR_RERANKER_MODEL``, ``KR_RECORDS`` (d1/objects), and
+    ``KR_HEAP_LIMIT_MIB`` /
+    ``KR_HEAP_RESERVE_MIB`` (how far the wasm heap may grow, and what stays free below that
+    for one query: the package's caches get the rest, ``router.package.stores.budget``)."""
     defaults = WorkerSettings()
+    limit = _number(env, "KR_HEAP_LIMIT_MIB", defaults.heap.limit_bytes / MIB, float)
+    reserve = _number(env, "KR_HEAP_RESERVE_MIB", defaults.heap.reserve_bytes / MIB, float)
     return WorkerSettings(
         active_version_ttl_s=_number(
             env, "KR_ACTIVE_VERSION_TTL_S", defaults.active_version_ttl_s, float
@@ -251,7 +259,15 @@ def settings_from_env(env: Any) -> WorkerSettings:
         reranker=_choice(env, "KR_RERANKER", defaults.reranker, RERANKER_CHOICES),
         reranker_model=str(to_py(binding(env, "KR_RERANKER_MODEL")) or defaults.reranker_model),
         records=_choice(env, "KR_RECORDS", defaults.records, RECORDS_CHOICES),
+        heap=_heap_plan(limit, reserve),
     )
+
+
+def _heap_plan(limit_mib: float, reserve_mib: float) -> HeapPlan:
+    try:
+        return HeapPlan(int(limit_mib * MIB), int(reserve_mib * MIB))
+    except ConfigError as exc:
+        raise ConfigError(f"KR_HEAP_LIMIT_MIB / KR_HEAP_RESERVE_MIB: {exc.message}") from exc
 
 
 def build_service(
@@ -292,6 +308,8 @@ def build_service(
         recorder=recorder,
         question_log=cf.question_log,
         record_rows=cf.record_rows if settings.records == "d1" else None,
+        heap_bytes=wasm_heap_bytes,
+        heap_plan=settings.heap,
     )
 
 

@@ -25,7 +25,10 @@ V = TypeVar("V")
 
 class ChunkStore(Generic[T]):
     """One partition's chunk files (``<key>.<name>``), decoded by ``decode`` and kept in the
-    package's cache of decoded chunks."""
+    package's cache of decoded chunks, each weighing its bytes read times the store's
+    ``decoded_per_byte`` (what a decoded chunk holds per byte of its file, measured)."""
+
+    decoded_per_byte: float = 1.0
 
     def __init__(
         self,
@@ -47,6 +50,10 @@ class ChunkStore(Generic[T]):
         ``PackageFormatError``."""
         raise NotImplementedError
 
+    def weight(self, blob: bytes) -> int:
+        """The bytes a decoded chunk of ``blob`` is accounted in the cache."""
+        return int(len(blob) * self.decoded_per_byte)
+
     async def read(
         self, chunks: Iterable[int | None], looked_up: int
     ) -> tuple[dict[int, T], ReadCost]:
@@ -63,7 +70,7 @@ class ChunkStore(Generic[T]):
         blobs = await concurrently([self._fetch(self.file(chunk)) for chunk in missing])
         for chunk, blob in zip(missing, blobs, strict=True):
             held[chunk] = self.decode(chunk, blob)
-            self._cache.put(self.file(chunk), held[chunk])
+            self._cache.put(self.file(chunk), held[chunk], self.weight(blob))
         cost = ReadCost(looked_up, len(blobs), sum(map(len, blobs)), 1 if blobs else 0)
         return held, cost
 

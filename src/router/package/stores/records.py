@@ -6,14 +6,16 @@ response shows, cites or names in its trace, yet decoded for a whole knowledge b
 most of the isolate's heap. So each document is one JSON record, packed in document order into
 chunk files of about 4 KiB (``router.package.format.records``), and a query fetches the chunks
 of the documents it needs — concurrently, one round trip — verified against the manifest. The
-isolate keeps the records it decoded recently in a small LRU (``ReaderBudget.records``); a query
-holds its own records for as long as it runs, so another query's reads never evict them.
+isolate keeps the records it read recently (``RecordCache``: the most recent decoded, more of
+them as their JSON); a query holds its own records for as long as it runs, so another query's
+reads never evict them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from router.errors import PackageFormatError, RouterError
 from router.knowledge.model import Document
@@ -24,6 +26,8 @@ from router.package.stores.cost import ReadCost
 from router.package.stores.texts import ChunkCache, ChunkFetcher, SectionTexts
 
 __all__ = [
+    "DECODED_PER_BYTE",
+    "TEXT_OVERHEAD",
     "DocumentRecords",
     "RecordCache",
     "RowReader",
@@ -36,8 +40,48 @@ RowReader = Callable[[str, list[int]], Awaitable[dict[int, str]]]
 ``knowledge_records``); the rows it lacks are read from the chunks."""
 
 
-RecordCache = LruCache[tuple[str, int], Document]
-"""Decoded documents of one package (every partition), by (partition, document)."""
+DECODED_PER_BYTE = 2.6
+"""Bytes a decoded ``Document`` holds per byte of its JSON record, in the Worker (3,000 records
+of the 100k bench corpus, Pyodide 314, tracemalloc: 2.56; CPython's 64-bit objects take 4.8)."""
+TEXT_OVERHEAD = 64
+"""Bytes a record's JSON held as a ``str`` takes beyond its characters (the object's header)."""
+
+RecordKey = tuple[str, int]  # (partition, partition-local document)
+
+
+class RecordCache:
+    """The records of one package (every partition) the isolate keeps between queries: the most
+    recently used decoded (``decoded``, each weighing ``DECODED_PER_BYTE`` times its JSON), and
+    more of them as their JSON (``texts``, their bytes). Why two: a decoded record takes 2.6
+    times its JSON in the Worker, so the same bytes hold 2.6 times as many records as text, and
+    decoding one again (≈ 0.1 ms in CPython) costs far less than reading it again (a round
+    trip to D1 or R2)."""
+
+    def __init__(self, decoded_bytes: int, texts: LruCache[Any, Any] | None = None) -> None:
+        self.decoded: LruCache[RecordKey, Document] = LruCache(decoded_bytes)
+        # the package's tables' LRU (``ReaderBudget.table_bytes``), or one of its own
+        self.texts: LruCache[Any, Any] = texts if texts is not None else LruCache(decoded_bytes)
+
+    def get(self, key: RecordKey) -> Document | None:
+        """The record, decoded (again, from its JSON, when only that is held), or None."""
+        found = self.decoded.get(key)
+        if found is not None:
+            return found
+        text = self.texts.get(("record", *key))
+        if text is None:
+            return None
+        found = decode_record(text)  # verified and decoded once already: it decodes again
+        self.decoded.put(key, found, int(len(text) * DECODED_PER_BYTE))
+        return found
+
+    def put(self, key: RecordKey, record: Document, text: str) -> None:
+        """Keep a record just read, decoded and as its JSON ``text``."""
+        self.texts.put(("record", *key), text, len(text) + TEXT_OVERHEAD)
+        self.decoded.put(key, record, int(len(text) * DECODED_PER_BYTE))
+
+    def resize(self, decoded_bytes: int) -> None:
+        """A new bound of the decoded records (their JSON is bounded by the tables' LRU)."""
+        self.decoded.resize(decoded_bytes)
 
 
 class DocumentRecords:
@@ -80,15 +124,17 @@ class DocumentRecords:
         missing = [d for d in wanted if d not in found]
         if not missing:
             return found, ReadCost(len(wanted), 0, 0, 0)
-        from_rows, row_bytes = await self._read_rows(missing)
+        from_rows, texts = await self._read_rows(missing)
         found.update(from_rows)
+        row_bytes = sum(len(texts[d].encode("utf-8")) for d in from_rows)
         missing = [d for d in missing if d not in from_rows]
         cost = ReadCost(0, 0, 0, 0)
         if missing:  # no row store, or it failed or lacked rows: the verified chunks
             items, cost = await self._chunks.load(missing)
             found.update((doc, decode_record(item)) for doc, item in items.items())
+            texts.update(items)
         for doc in from_rows.keys() | set(missing):
-            self._decoded.put((self._owner, doc), found[doc])
+            self._decoded.put((self._owner, doc), found[doc], texts[doc])
         return found, ReadCost(
             len(wanted),
             cost.chunks_fetched,
@@ -96,16 +142,16 @@ class DocumentRecords:
             cost.round_trips + (1 if self._rows is not None else 0),
         )
 
-    async def _read_rows(self, docs: list[int]) -> tuple[dict[int, Document], int]:
-        """The documents the row store gives (none without one); a failed read or a malformed
-        row is logged and left to the chunks."""
+    async def _read_rows(self, docs: list[int]) -> tuple[dict[int, Document], dict[int, str]]:
+        """The documents the row store gives (none without one) and each one's row (its JSON);
+        a failed read or a malformed row is logged and left to the chunks."""
         if self._rows is None:
-            return {}, 0
+            return {}, {}
         try:
             rows = await self._rows(self._owner, docs)
         except RouterError as exc:
             log.warning("record rows of %s unreadable, reading chunks: %s", self._owner, exc)
-            return {}, 0
+            return {}, {}
         found: dict[int, Document] = {}
         for doc in docs:
             item = rows.get(doc)
@@ -115,4 +161,4 @@ class DocumentRecords:
                 found[doc] = decode_record(item)
             except PackageFormatError as exc:
                 log.warning("record %s/%d malformed, reading its chunk: %s", self._owner, doc, exc)
-        return found, sum(len(rows[d].encode("utf-8")) for d in found)
+        return found, {d: rows[d] for d in found}

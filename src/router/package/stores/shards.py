@@ -84,6 +84,11 @@ class ShardCache:
         self._bytes += size
         self.trim(keep)
 
+    def resize(self, budget_bytes: int) -> None:
+        """A new budget (the isolate's room changed): past it, the oldest are dropped now."""
+        self._budget = budget_bytes
+        self.trim(())
+
     def end_lease(self, lease: ArenaLease) -> None:
         """Give the arena back: the lease's shards (held by its query only) are dead bytes now."""
         self.arena.release(lease)

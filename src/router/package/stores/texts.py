@@ -52,6 +52,14 @@ class ChunkCache:
         to the chunks it is reading, so dropping never breaks a read in progress)."""
         self._chunks[key] = blob
         self._held += len(blob)
+        self._trim()
+
+    def resize(self, budget_bytes: int) -> None:
+        """A new budget (the isolate's room changed): past it, the oldest are dropped now."""
+        self._budget = budget_bytes
+        self._trim()
+
+    def _trim(self) -> None:
         while self._held > self._budget and len(self._chunks) > 1:
             _, dropped = self._chunks.popitem(last=False)
             self._held -= len(dropped)
