@@ -1,4 +1,4 @@
-"""The colo's cache in the real Worker (docs/adr/0026): content-named package files are read
+"""The colo's cache in the real Worker (docs/adr/0027): content-named package files are read
 through ``caches.default``, so a second isolate on the same colo reads none of them from R2,
 and a colo cache that fails leaves the answers as they were (from R2).
 

@@ -1,6 +1,6 @@
 """R2 behind the colo's cache: content-named package files read through the Workers Cache API.
 
-Why (issue 32, docs/adr/0026): an R2 read from a Worker goes to the bucket's location, tens of
+Why (issue 32, docs/adr/0027): an R2 read from a Worker goes to the bucket's location, tens of
 milliseconds away, on every read of every isolate; the colo's own cache (``caches.default``)
 answers in a few. A file named by its content (``packages/_objects/<stem>-<sha16>.bin``, and
 such a name under a version's folder: :func:`router.package.version.content_names.is_lazy`) is

@@ -10,7 +10,7 @@ package without vectors, or without a usable embedder or index, runs without the
 
 Binding names (wrangler.toml): ``KNOWLEDGE_KV``, ``KNOWLEDGE_BUCKET``, ``KNOWLEDGE_DB``,
 ``KNOWLEDGE_VECTORS``, ``AI``; any may be absent (tests, partial deployments). R2's
-content-named files are read through the colo's cache (``caches.default``, docs/adr/0026) unless
+content-named files are read through the colo's cache (``caches.default``, docs/adr/0027) unless
 ``KR_COLO_CACHE=off``. Optional variables: ``KR_ACTIVE_VERSION_TTL_S``, ``KR_CACHE_TTL_S``,
 ``KR_LLM_MODEL``, ``KR_WARM_LIMIT``.
 Credentials and CORS (docs/adr/0012): API keys from D1's ``api_keys``, anonymous access off
@@ -105,7 +105,7 @@ RERANKER_CHOICES = ("off", "workers-ai")
 RECORDS_CHOICES = ("d1", "objects")
 """``KR_RECORDS``: where a response's document records are read — D1's ``knowledge_records``
 in one query (the default), or the package's content-named record chunks (through the colo's
-cache); docs/adr/0026 compares them."""
+cache); docs/adr/0027 compares them."""
 
 CACHE_TTL_S = 24 * 3600
 """KV expiration of query-cache entries (they are keyed by version and day)."""
@@ -200,7 +200,7 @@ def bindings(env: Any, defer: Defer | None = None) -> CloudflareBindings:
 
 
 def _blobs(env: Any, bucket: Any, defer: Defer | None) -> R2BlobStore | ColoCachedBlobs:
-    """R2, behind the colo's cache (docs/adr/0026) when there is one and it is not switched
+    """R2, behind the colo's cache (docs/adr/0027) when there is one and it is not switched
     off (``KR_COLO_CACHE=off``: on ``*.workers.dev`` the Cache API does nothing)."""
     r2 = R2BlobStore(bucket)
     caches = js_global("caches")
@@ -226,7 +226,7 @@ class WorkerSettings:
     log_policy: LogPolicy = DEFAULT_LOG_POLICY  # KR_LOG_STORE, KR_LOG_RETENTION_DAYS
     reranker: str = "off"  # KR_RERANKER: off | workers-ai (docs/adr/0015)
     reranker_model: str = DEFAULT_RERANK_MODEL
-    records: str = "d1"  # KR_RECORDS: d1 | objects (docs/adr/0026)
+    records: str = "d1"  # KR_RECORDS: d1 | objects (docs/adr/0027)
     heap: HeapPlan = field(default_factory=HeapPlan)  # KR_HEAP_LIMIT_MIB, KR_HEAP_RESERVE_MIB
 
     def router_config(self) -> RouterConfig:
