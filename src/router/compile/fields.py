@@ -153,8 +153,8 @@ def _csc(
     for term in range(num_terms):
         indptr[term + 1] += indptr[term]
     total = len(terms_of)
-    ids = array("I", bytes(4 * total))
-    impacts = array("d", bytes(8 * total))
+    ids = array("I", [0]) * total  # (from ``bytes(n)``, the zeros were held twice for a moment)
+    impacts = array("d", [0.0]) * total
     free = indptr[:-1]
     posting = 0
     for section, count in enumerate(per_section, start=first_section):
@@ -223,7 +223,7 @@ class SectionPostings:
     def sorted_terms(self) -> list[str]:
         """The vocabulary, sorted (term id = rank); ``ids`` then maps each term to its rank."""
         terms = sorted(self.ids)
-        rank = array("I", bytes(4 * len(terms)))
+        rank = array("I", [0]) * len(terms)
         for term_id, term in enumerate(terms):
             rank[self.ids[term]] = term_id
             self.ids[term] = term_id
