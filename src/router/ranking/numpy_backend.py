@@ -449,20 +449,10 @@ def _top_k(
 ) -> list[tuple[int, float]]:
     """Sum the lists in the order given (the pure path's), then rank the sums (``_ranked``)."""
     np = _numpy
-    # A lower bound of the k-th best score, so that ``_ranked`` ranks the few sections reaching
-    # it, not all: without a filter, a list's k-th largest weighted impact (its k sections score
-    # at least that: a sum of positive floats never falls below a term); with one, the k-th best
-    # of every step-th section's score.
-    floor = 0.0
     held, contributions = [], []
     for _, _, found, weight in order:
         held.append(found.ids)
         contributions.append(found.weighted if found.weight == weight else found.times(weight))
-        if allowed is None:
-            kth = found.kth.get(k)
-            bound = (found.kth_largest(k) if kth is None else kth) * weight
-            if bound > floor:
-                floor = bound
     ids = np.concatenate(held)
     if space > max(DENSE_SECTIONS, DENSE_FACTOR * len(ids)):
         sections, inverse = np.unique(ids, return_inverse=True)
@@ -478,7 +468,18 @@ def _top_k(
     elif allowed is not None:
         sections = np.flatnonzero(summed)
         return _ranked(*_allowed(sections, summed[sections], allowed), k, order)
-    if allowed is not None:
+    # A lower bound of the k-th best score, so that ``_ranked`` ranks the few sections reaching
+    # it, not all: without a filter, a list's k-th largest weighted impact (its k sections score
+    # at least that: a sum of positive floats never falls below a term); with one, the k-th best
+    # of every step-th section's score.
+    floor = 0.0
+    if allowed is None:
+        for _, _, found, weight in order:
+            kth = found.kth.get(k)
+            bound = (found.kth_largest(k) if kth is None else kth) * weight
+            if bound > floor:
+                floor = bound
+    else:
         sample = summed[:: max(1, space // max(SAMPLE_PER_RESULT * k, SAMPLE_MIN))].copy()
         if len(sample) > k:
             sample.partition(len(sample) - k)
@@ -515,8 +516,8 @@ def _ranked(
     values = scores[top].tolist()
     if not values:
         return []
-    if (n == len(values) or scores[order[n - k - 1]] < values[-1]) and len(set(values)) == len(
-        values
+    if len(set(values)) == len(values) and (
+        n == len(values) or scores[order[n - k - 1]] < values[-1]
     ):
         return list(zip(sections[top].tolist(), values, strict=True))
     tied = (scores >= values[-1]).nonzero()[0]  # every section scoring at least the k-th
