@@ -451,13 +451,13 @@ def test_one_long_list_stops_between_its_steps_at_the_deadline(
 def test_a_bm25_ranking_stopped_by_the_deadline_is_flagged_in_the_trace(
     package: KnowledgePackage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    served = lexical.served_top_k
+    served = lexical.served_terms_top_k
 
     def timed_out(*args: Any, **kwargs: Any) -> Ranking:
         ranking = served(*args, **kwargs)
         return Ranking(ranking.ranked, True, ranking.postings, True)
 
-    monkeypatch.setattr(lexical, "served_top_k", timed_out)
+    monkeypatch.setattr(lexical, "served_terms_top_k", timed_out)
     response = ask(package, "Qual a validade padrão da APR?")
     bm25 = stages(response)["bm25"]
     assert bm25["budget_exceeded"] is True and bm25["truncated"] is True
