@@ -9,10 +9,9 @@ threshold algorithm (``ranking.threshold``) serve the tests and the pruned path'
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Sequence
 
-from router.ranking.bm25 import QueryList, query_lists
+from router.ranking.bm25 import QueryList
 from router.ranking.numpy_backend import (
     PostingArrays,
     numpy_available,
@@ -24,50 +23,14 @@ from router.ranking.result import Ranking
 from router.ranking.score_bounds import ScoreBounds
 from router.trace import NO_DEADLINE, Deadline
 
-if TYPE_CHECKING:
-    from router.package.stores.shards import Loaded
-    from router.package.view import PackageView
-
 __all__ = ["served_terms_top_k", "served_top_k"]
 
 
-def served_terms_top_k(
-    view: PackageView,
-    terms: Sequence[str],
-    weights: Mapping[str, float],
-    method: str,
-    k: int,
-    allowed: Collection[int] | None = None,
-    *,
-    loaded: Loaded | None = None,
-    term_weights: Mapping[str, float] | None = None,
-    bounds: ScoreBounds | None = None,
-    max_postings: int | None = None,
-    arrays: PostingArrays | None = None,
-    deadline: Deadline = NO_DEADLINE,
-) -> Ranking:
-    """The lexical stage's top k of a query's terms over a view: ``served_top_k`` of their
-    ``query_lists``; in CPython the lists are found through the view's plans
-    (``numpy_terms_top_k``), the same lists, weights and ranking."""
-    if numpy_available():
-        return numpy_terms_top_k(
-            view,
-            terms,
-            weights,
-            method,
-            k,
-            allowed,
-            loaded=loaded,
-            term_weights=term_weights,
-            bounds=bounds,
-            max_postings=max_postings,
-            arrays=arrays,
-            deadline=deadline,
-        )
-    query = query_lists(view, terms, weights, method, loaded, term_weights)
-    return weighted_top_k(
-        query, k, allowed, bounds=bounds, max_postings=max_postings, deadline=deadline
-    )
+# The lexical stage's top k of a query's terms over a view. ``numpy_terms_top_k`` is already
+# the served path in both runtimes: in CPython it finds the lists through the view's plans, and
+# where numpy does not import (the Worker) it skips them and ranks ``query_lists`` with the pure
+# scorer (``numpy_top_k`` falls back to ``weighted_top_k``): the same lists, weights and ranking.
+served_terms_top_k = numpy_terms_top_k
 
 
 def served_top_k(
