@@ -388,7 +388,8 @@ async def budget_loss(
     state: Path, requests: list[QueryRequest], max_postings: int | None = None
 ) -> dict[str, Any]:
     """What the postings budgets (the defaults, or ``max_postings``) cost: the queries they
-    cut short (in scoring, or by leaving a common term's list unfetched), and for them the
+    cut short (in scoring, by leaving a common term's list unfetched, or by reading its head page
+    only), and for them the
     overlap of the BM25 top 10 with the same query scored without a budget (exact), and how
     often the first section is the same."""
     budgeted = local_service(state, cache=False)
@@ -397,7 +398,11 @@ async def budget_loss(
         budgeted.config = replace(budgeted.config, budget=cut_budget)
     exact = local_service(state, cache=False)
     limits = replace(
-        exact.config.budget, max_postings=10**12, max_fetched_postings=10**12, max_latency_ms=10**9
+        exact.config.budget,
+        max_postings=10**12,
+        max_fetched_postings=10**12,
+        max_whole_long_postings=10**12,  # every long list read whole, never its head page
+        max_latency_ms=10**9,
     )
     exact.config = replace(exact.config, budget=limits)
     overlaps, same_first, cut = [], 0, 0

@@ -141,6 +141,11 @@ DEFAULT_MAX_FETCHED_POSTINGS = 2_000_000
 Worker's shard arena holds at most): its rarest terms first, the commonest left out past it
 (``router.ranking.fetch_budget``). A bound on one request's cost, never reached by the 1M
 benchmark's queries (the largest read 11.9 MB)."""
+DEFAULT_MAX_WHOLE_LONG_POSTINGS = 65_536
+"""Postings of long lists (those with a head page) one query may fetch whole (≈ 480 KiB with
+their heads); past it, the commonest are read as their head page of 8,192 largest impacts
+(``router.ranking.fetch_budget``, docs/adr/0029): it keeps a query of common words at a million
+sections under 1 MB."""
 
 # Bounds on what one question may make the stages do (issue 12, item 4: a hostile question of
 # 2,000 characters must cost under 50 ms of CPU on the sample; bench/worst_request.py). Each is
@@ -185,6 +190,7 @@ class RetrievalBudget:
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
     max_postings: int = DEFAULT_MAX_POSTINGS
     max_fetched_postings: int = DEFAULT_MAX_FETCHED_POSTINGS
+    max_whole_long_postings: int = DEFAULT_MAX_WHOLE_LONG_POSTINGS
     max_query_words: int = DEFAULT_MAX_QUERY_WORDS
     max_repaired_words: int = DEFAULT_MAX_REPAIRED_WORDS
     max_typo_probes: int = DEFAULT_MAX_TYPO_PROBES
@@ -205,6 +211,7 @@ class RetrievalBudget:
             check_count(owner, name, getattr(self, name), 0)
         check_count(owner, "max_postings", self.max_postings)
         check_count(owner, "max_fetched_postings", self.max_fetched_postings)
+        check_count(owner, "max_whole_long_postings", self.max_whole_long_postings, 0)
         check_count(owner, "max_documents", self.max_documents)
         check_count(owner, "max_graph_nodes", self.max_graph_nodes, 0)
         check_count(owner, "max_vector_results", self.max_vector_results)

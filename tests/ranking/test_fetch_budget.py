@@ -25,13 +25,14 @@ def test_the_rarest_terms_are_kept_and_the_commonest_left_out(package: Knowledge
     assert len(known) >= 3 and terms.count("trabalh") == 2  # a repeated term stays repeated
     blocks = len(view.block_names)
     everything = sum(view.document_frequency(t) for t in known) * blocks
-    assert within_fetch_budget(view, terms, everything) == (terms, [])
-    kept, left_out = within_fetch_budget(view, terms, everything - 1)
-    assert left_out == [known[-1]]  # the commonest goes first
-    assert kept == [t for t in terms if t != known[-1]]  # order and repeats kept
-    kept, left_out = within_fetch_budget(view, terms, 1)  # nothing fits: the rarest stays
-    assert {t for t in kept if view.knows(t)} == {known[0]}
-    assert left_out == known[:0:-1]
+    plan = within_fetch_budget(view, terms, everything)
+    assert (plan.scored, plan.heads, plan.left_out) == (terms, [], [])
+    plan = within_fetch_budget(view, terms, everything - 1)
+    assert plan.left_out == [known[-1]]  # the commonest goes first
+    assert plan.scored == [t for t in terms if t != known[-1]]  # order and repeats kept
+    plan = within_fetch_budget(view, terms, 1)  # nothing fits: the rarest stays
+    assert {t for t in plan.scored if view.knows(t)} == {known[0]}
+    assert plan.left_out == known[:0:-1]
 
 
 def test_a_query_past_the_budget_ranks_on_its_rarest_terms_and_says_so(

@@ -11,7 +11,7 @@ first use. Its parts and the sequences it reads lazily are ``package.view_parts`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -273,18 +273,35 @@ class PackageView(VersionFacts):
         return found
 
     async def load_postings(
-        self, terms: Iterable[str], lease: ArenaLease | None = None
+        self,
+        terms: Iterable[str],
+        lease: ArenaLease | None = None,
+        heads: Collection[str] = (),
     ) -> ShardReads:
         """Fetch (concurrently, one round trip) the shards holding ``terms`` (loaded for this
         query) that the isolate does not hold yet, in every partition in view; the large ones
-        into ``lease``'s arena when the store can copy there (readable until the lease ends)."""
+        into ``lease``'s arena when the store can copy there (readable until the lease ends).
+        A term in ``heads`` is read as its head page where its list has one (a long list:
+        ``router.ranking.fetch_budget``)."""
         ids: list[list[int]] = [[] for _ in self.parts]
+        pages: set[tuple[str, int]] = set()
         for term in set(terms):
             for index, entry in enumerate(self.term_entries(term)):
                 if entry is not None:
                     ids[index].append(entry.id)
+                    if term in heads:
+                        pages.add((self.parts[index].partition.postings.key, entry.id))
         wanted = [(part.partition.postings, own) for part, own in zip(self.parts, ids, strict=True)]
-        return await load_shards([(store, own) for store, own in wanted if own], lease)
+        return await load_shards([(store, own) for store, own in wanted if own], lease, pages)
+
+    def has_head_page(self, term: str) -> bool:
+        """Whether a partition in view holds ``term``'s list with a head page (a long list)."""
+        for part, entry in zip(self.parts, self.term_entries(term), strict=True):
+            if entry is not None:
+                store = part.partition.postings
+                if store.directory.page_name(store.directory.shard_of(entry.id)) is not None:
+                    return True
+        return False
 
     def lease_arena(self) -> ArenaLease | None:
         """The package's shard arena for one query's postings, or None while another query

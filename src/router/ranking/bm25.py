@@ -71,7 +71,7 @@ def lists_idf(
 ) -> float:
     """The IDF of a term over its lists in one block (one per partition in view holding it):
     its document frequency is their postings, less the ``dead`` ones a delta tombstones."""
-    df = sum(p.indptr[t + 1] - p.indptr[t] for p, t in found)
+    df = sum(p.list_length(t) for p, t in found)  # a head page's full list counts
     return idf(method, sections, max(1, df - dead))
 
 

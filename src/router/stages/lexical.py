@@ -44,12 +44,15 @@ async def lexical_search(
     scales the BM25 weight of some terms (the synonyms the corrective expansion added,
     ``RouterConfig.synonym_weight``)."""
     package, config = state.package, state.config
-    fetched, left_out = within_fetch_budget(package, terms, config.budget.max_fetched_postings)
+    budget = config.budget
+    plan = within_fetch_budget(
+        package, terms, budget.max_fetched_postings, budget.max_whole_long_postings
+    )
     lease = package.lease_arena()  # large shards are read into it, and live until it ends
     try:
-        reads, scored = await _load_postings(state, fetched, lease)
+        reads, scored = await _load_postings(state, plan.scored, lease, plan.heads)
         return _search(
-            state, terms, term_reads, reads, scored, left_out, stage_suffix, term_weights
+            state, terms, term_reads, reads, scored, plan.left_out, stage_suffix, term_weights
         )
     finally:
         package.end_lease(lease)
@@ -99,8 +102,10 @@ def _search(
         "fields": sorted(weights),
         "candidates": [[SectionRef(s), round(v, 4)] for s, v in ranked[:TRACE_TOP_N]],
     }
-    if ranking.truncated or left_out:  # a budget cut the scoring (or the fetching) short
+    if ranking.truncated or left_out or reads.head_pages:  # a budget cut something short
         details["truncated"] = True
+    if reads.head_pages:  # long lists scored on their largest impacts only
+        details["head_pages"] = reads.head_pages
     if left_out:
         details["terms_left_out"] = left_out
     if ranking.timed_out:  # the deadline stopped the scoring between its windows
@@ -126,13 +131,13 @@ def _score_bounds(package: PackageView) -> ScoreBounds:
 
 
 async def _load_postings(
-    state: QueryState, terms: list[str], lease: ArenaLease | None
+    state: QueryState, terms: list[str], lease: ArenaLease | None, heads: list[str]
 ) -> tuple[ShardReads, list[str]]:
     """The shards of ``terms`` and the terms that can be scored: all of them, or none when a
     shard cannot be read (the failure is named in ``state.unreadable``; the query degrades to
     its keyword phrases, exact hits and vectors instead of failing)."""
     try:
-        return await state.package.load_postings(terms, lease), terms
+        return await state.package.load_postings(terms, lease, heads), terms
     except RouterError as exc:
         state.note_unreadable("posting shards", exc)
         return ShardReads(round_trips=1), []

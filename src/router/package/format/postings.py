@@ -61,10 +61,17 @@ class Postings:
     maxima: Sequence[float] | None = None  # each term's largest impact, when stored
     key: str = ""  # stable identity (partition, shard, block) for memos; "" → id()
     head: Postings | None = None  # long lists' largest impacts, largest first (shards only)
+    lengths: Sequence[int] | None = None  # each term's full list, when only its head was read
 
     @property
     def num_terms(self) -> int:
         return len(self.indptr) - 1
+
+    def list_length(self, term: int) -> int:
+        """The term's postings in the block (its document frequency), read or not."""
+        if self.lengths is not None:
+            return self.lengths[term]
+        return self.indptr[term + 1] - self.indptr[term]
 
 
 def quantization_scale(scores: Sequence[float]) -> float:

@@ -34,6 +34,19 @@ lists at once).
                  number), the same quantized values; empty for the other terms
         then a ``postings`` blocks file over the shard's terms only (section numbers ascending):
         term t of the partition is local term t − first[c]
+    <key>.h-<hash>.bin  (a long list's head page; KRSHRD03 directories name them)
+        magic    b"KRHPAG01"                  8 bytes
+        header   uint32 blocks B, zero
+        lengths  uint32[B]                    the list's full length in each block (its df)
+        then a ``postings`` blocks file of one term: the list's ``HEAD_PAGE_POSTINGS`` largest
+        impacts (the head's first ones), section numbers ascending
+
+Why head pages (docs/adr/0029): at a million sections a common word's list is several MB, and
+reading it whole put a query's bytes at 1.6 MB p50 and 7.9 MB p95. When a query's long lists do
+not fit its byte budget, the commonest are read as their head page only: 48 KiB holding the
+largest impacts, which BM25's length normalisation gives to the same short sections the top k
+is made of. A page is a file of its own, named by its content like a shard, so it is verified,
+colo-cached and shared across versions like one (a range of the shard could be neither).
 """
 
 from __future__ import annotations
@@ -43,7 +56,7 @@ import heapq
 import struct
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from router.errors import PackageFormatError
@@ -60,12 +73,15 @@ from router.package.version.content_names import Digests
 
 __all__ = [
     "HEAD_MIN_POSTINGS",
+    "HEAD_PAGE_POSTINGS",
     "HEAD_POSTINGS",
     "SHARD_POSTINGS",
     "ShardDirectory",
     "decode_directory",
+    "decode_head_page",
     "decode_shard",
     "encode_shards",
+    "head_page_name",
     "shard_name",
 ]
 
@@ -83,7 +99,16 @@ HEAD_MIN_POSTINGS = 32768
 """A list this long gets a head (of a quarter of it): below, MaxScore reads it whole in about a
 millisecond."""
 
-_MAGIC = b"KRSHRD02"
+HEAD_PAGE_POSTINGS = 8192
+"""Largest impacts of a long list in its head page (48 KiB). Measured at 1M sections (ADR 0011),
+the threshold algorithm proved the top 10 after 407–3,692 head postings for most questions of
+common words; 8,192 covers them, and a query that reads a page instead of a list of 800k
+postings fetches 1 % of it."""
+
+_MAGIC = b"KRSHRD03"
+_OLD_MAGIC = b"KRSHRD02"  # before head pages: decoded as a directory without pages
+_PAGE_MAGIC = b"KRHPAG01"
+_PAGE_HEADER = struct.Struct("<8sII")
 _SHARD_MAGIC = b"KRSHAR02"
 _SHARD_HEADER = struct.Struct("<8sIII")
 _HEADER = struct.Struct("<8sIIII")
@@ -98,6 +123,11 @@ def shard_name(digest: str) -> str:
     return f"s-{digest}.bin"
 
 
+def head_page_name(digest: str) -> str:
+    """The file name of a long list's head page (without its partition prefix)."""
+    return f"h-{digest}.bin"
+
+
 @dataclass(frozen=True)
 class ShardDirectory:
     """The resident part of a partition's postings."""
@@ -107,6 +137,7 @@ class ShardDirectory:
     hashes: Digests
     terms: int
     sections: int  # section number space of every block
+    pages: Mapping[int, str] = field(default_factory=dict)  # shard → its head page's digest
 
     def shard_of(self, term: int) -> int:
         return bisect_right(self.first, term) - 1
@@ -114,21 +145,30 @@ class ShardDirectory:
     def file_name(self, shard: int) -> str:
         return shard_name(self.hashes[shard])
 
+    def page_name(self, shard: int) -> str | None:
+        """The head page of a long list's shard, or None (a shard of short lists has none)."""
+        digest = self.pages.get(shard)
+        return None if digest is None else head_page_name(digest)
+
 
 def encode_shards(
     blocks: Mapping[str, CscBlock],
     num_terms: int,
     sections: int,
-    target: int = SHARD_POSTINGS,
+    target: int | None = None,
     head_min: int | None = None,
     head: int | None = None,
+    page: int | None = None,
 ) -> tuple[bytes, dict[str, bytes], list[int]]:
-    """The directory, the shard files (named by content) of a partition's posting blocks, and
-    each term's document frequency (its longest list over the blocks); lists of at least
-    ``head_min`` postings (``HEAD_MIN_POSTINGS``) carry their largest impacts: a quarter of the
-    list, at most ``head`` (``HEAD_POSTINGS``)."""
+    """The directory, the shard files and head pages (named by content) of a partition's posting
+    blocks, and each term's document frequency (its longest list over the blocks); lists of at
+    least ``head_min`` postings (``HEAD_MIN_POSTINGS``) carry their largest impacts: a quarter
+    of the list, at most ``head`` (``HEAD_POSTINGS``), the first ``page``
+    (``HEAD_PAGE_POSTINGS``) of them also in a head page when the list is a shard of its own."""
     head_min = HEAD_MIN_POSTINGS if head_min is None else head_min
     head = HEAD_POSTINGS if head is None else head
+    page = HEAD_PAGE_POSTINGS if page is None else page
+    target = SHARD_POSTINGS if target is None else target
     names = list(blocks)
     sizes = [
         max(blocks[b][0][t + 1] - blocks[b][0][t] for b in names) if names else 0
@@ -145,7 +185,12 @@ def encode_shards(
     scales = {b: quantization_scale(blocks[b][2]) for b in names}  # one per block: all shards
     files: dict[str, bytes] = {}
     hashes: list[str] = []
+    pages: dict[int, str] = {}
     for start, end in pairwise(first):
+        if end - start == 1 and sizes[start] >= head_min:  # a long list: its head page
+            blob = _head_page(blocks, start, sections, scales, head, page)
+            pages[len(hashes)] = digest = hashlib.sha256(blob).hexdigest()[:_HASH]
+            files[head_page_name(digest)] = blob
         maxima = [  # in quantized units, as the shard's impacts
             max(quantize(blocks[b][2][blocks[b][0][t] : blocks[b][0][t + 1]], scales[b]), default=0)
             for b in names
@@ -173,9 +218,35 @@ def encode_shards(
             *(b.encode("ascii").ljust(_NAME, b"\0") for b in names),
             little_endian_bytes("I", first),
             "".join(hashes).encode("ascii"),
+            struct.pack("<I", len(pages)),
+            little_endian_bytes("I", list(pages)),
+            "".join(pages.values()).encode("ascii"),
         ]
     )
     return directory, files, sizes
+
+
+def _head_page(
+    blocks: Mapping[str, CscBlock],
+    term: int,
+    sections: int,
+    scales: Mapping[str, float],
+    head: int,
+    page: int,
+) -> bytes:
+    """A long list's head page: its full length per block, then its largest ``page`` impacts
+    (the head's first ones: the same order and ties) by ascending section number."""
+    lengths = [blocks[b][0][term + 1] - blocks[b][0][term] for b in blocks]
+    pages = {}
+    for name, block in blocks.items():
+        ids, levels = _head_order(block, term, scales[name], head)
+        kept = sorted(zip(ids[:page], levels[:page], strict=True))
+        scale = scales[name]
+        pages[name] = encode_postings(
+            [0, len(kept)], [s for s, _ in kept], [q * scale for _, q in kept], sections, scale
+        )
+    header = _PAGE_HEADER.pack(_PAGE_MAGIC, len(lengths), 0)
+    return header + little_endian_bytes("I", lengths) + encode_blocks(pages)
 
 
 def _slice(block: CscBlock, start: int, end: int, sections: int, scale: float) -> bytes:
@@ -191,27 +262,39 @@ def _heads(
     """The heads block of terms [start, end): each long list's largest quantized impacts (a
     quarter of it, at most ``head``), largest first and equal ones by section number; nothing
     for shorter lists."""
-    indptr, ids, impacts = block
+    indptr = block[0]
     local = [0]
     head_ids: list[int] = []
     head_impacts: list[int] = []
     for term in range(start, end):
-        low, high = indptr[term], indptr[term + 1]
-        if high - low >= head_min:
-            levels = quantize(impacts[low:high], scale)
-            size = min(head, (high - low) // 4)
-            order = heapq.nsmallest(size, range(high - low), key=lambda i: (-levels[i], i))
-            head_ids.extend(ids[low + i] for i in order)
-            head_impacts.extend(levels[i] for i in order)
+        if indptr[term + 1] - indptr[term] >= head_min:
+            ids, levels = _head_order(block, term, scale, head)
+            head_ids.extend(ids)
+            head_impacts.extend(levels)
         local.append(len(head_ids))
     # stored as impacts × scale: encode_postings quantizes them back to the same integers
     return encode_postings(local, head_ids, [q * scale for q in head_impacts], sections, scale)
 
 
+def _head_order(block: CscBlock, term: int, scale: float, head: int) -> tuple[list[int], list[int]]:
+    """A list's head: its largest quantized impacts (a quarter of it, at most ``head``), largest
+    first and equal ones by section number; (section numbers, levels)."""
+    indptr, ids, impacts = block
+    low, high = indptr[term], indptr[term + 1]
+    levels = quantize(impacts[low:high], scale)
+    size = min(head, (high - low) // 4)
+    order = heapq.nsmallest(size, range(high - low), key=lambda i: (-levels[i], i))
+    return [ids[low + i] for i in order], [levels[i] for i in order]
+
+
 def decode_directory(blob: bytes) -> ShardDirectory:
     """The directory's arrays (zero-copy views); a wrong magic or length refuses the package."""
-    terms, shards, blocks, sections = header_fields(blob, _HEADER, _MAGIC, "postings directory")
+    magic = _OLD_MAGIC if bytes(blob[:8]) == _OLD_MAGIC else _MAGIC
+    terms, shards, blocks, sections = header_fields(blob, _HEADER, magic, "postings directory")
     expected = _HEADER.size + blocks * _NAME + 4 * (shards + 1) + shards * _HASH
+    pages = _page_count(blob, expected) if magic == _MAGIC else 0
+    if magic == _MAGIC:
+        expected += 4 + pages * (4 + _HASH)
     if len(blob) != expected or not blocks:
         raise PackageFormatError(f"postings directory is {len(blob)} bytes, expected {expected}")
     view = memoryview(blob)
@@ -227,7 +310,53 @@ def decode_directory(blob: bytes) -> ShardDirectory:
     hashes = Digests(raw)
     if first[0] != 0 or first[shards] != terms or list(first) != sorted(first):
         raise PackageFormatError("postings directory has an inconsistent shard table")
-    return ShardDirectory(names, first, hashes, terms, sections)
+    offset += shards * _HASH + 4
+    paged = little_endian_view(view[offset : offset + 4 * pages], "I")
+    offset += 4 * pages
+    digests = bytes(view[offset : offset + pages * _HASH]).decode("ascii")
+    if list(paged) != sorted(set(paged)) or any(s >= shards for s in paged):
+        raise PackageFormatError("postings directory has an inconsistent head page table")
+    page_digests = {shard: digests[i * _HASH : (i + 1) * _HASH] for i, shard in enumerate(paged)}
+    return ShardDirectory(names, first, hashes, terms, sections, page_digests)
+
+
+def _page_count(blob: bytes, at: int) -> int:
+    """The number of head pages a KRSHRD03 directory names (its field after the hashes)."""
+    if len(blob) < at + 4:
+        raise PackageFormatError(f"postings directory is {len(blob)} bytes, expected {at + 4}+")
+    return int(struct.unpack_from("<I", blob, at)[0])
+
+
+def decode_head_page(
+    blob: bytes | memoryview, directory: ShardDirectory, shard: int, key: str
+) -> dict[str, Postings]:
+    """A long list's head page as the blocks of its one-term shard: its largest impacts only,
+    each block's ``lengths`` the full list's (the IDF counts every posting), ``maxima`` its
+    largest impact. Checked against the directory."""
+    what = f"head page of shard {shard} of {key}"
+    blocks, _ = header_fields(blob, _PAGE_HEADER, _PAGE_MAGIC, what)
+    at = _PAGE_HEADER.size + 4 * blocks
+    if blocks != len(directory.blocks) or len(blob) < at:
+        raise PackageFormatError(f"{what} does not match its directory")
+    if shard not in directory.pages or directory.first[shard + 1] - directory.first[shard] != 1:
+        raise PackageFormatError(f"{what}: the directory names no page for that shard")
+    view = memoryview(blob)
+    lengths = little_endian_view(view[_PAGE_HEADER.size : at], "I")
+    decoded = decode_blocks(view[at:])  # type: ignore[arg-type]
+    if tuple(decoded) != directory.blocks:
+        raise PackageFormatError(f"{what} has other blocks than its directory")
+    found: dict[str, Postings] = {}
+    for index, (name, postings) in enumerate(decoded.items()):
+        kept = postings.indptr[1] if postings.num_terms == 1 else -1
+        if kept < 0 or kept > lengths[index] or postings.num_sections != directory.sections:
+            raise PackageFormatError(f"{what} does not match its directory")
+        found[name] = replace(
+            postings,
+            maxima=[max(postings.scores, default=0)],
+            key=f"{key}:{shard}:{name}:page",
+            lengths=lengths[index : index + 1],
+        )
+    return found
 
 
 def decode_shard(

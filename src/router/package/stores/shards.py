@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 
 from router.package.format.postings import Postings
-from router.package.format.shards import ShardDirectory, decode_shard
+from router.package.format.shards import ShardDirectory, decode_head_page, decode_shard
 from router.package.stores.arena import ArenaLease, ShardArena
 from router.package.stores.budget import ReaderBudget
 from router.package.stores.texts import ChunkFetcher
@@ -52,6 +52,7 @@ class ShardReads:
     bytes_fetched: int = 0
     round_trips: int = 0
     shards: Loaded = field(default_factory=dict, compare=False, repr=False)
+    head_pages: int = 0  # lists the query holds as their head page only (read or cached)
 
 
 class ShardCache:
@@ -128,6 +129,11 @@ class PartitionShards:
             name = self._files[shard] = partition_file(self.key, self.directory.file_name(shard))
         return name
 
+    def page_file(self, shard: int) -> str | None:
+        """The file of a long list's head page, or None when its shard has none."""
+        name = self.directory.page_name(shard)
+        return None if name is None else partition_file(self.key, name)
+
     def postings(self, term: int, block: str, loaded: Loaded | None = None) -> tuple[Postings, int]:
         """(block of the shard holding ``term``, the term's id in it); the shard must have been
         loaded for this query (``load_shards``, whose ``loaded`` map is looked in first)."""
@@ -140,43 +146,81 @@ class PartitionShards:
             raise RuntimeError(f"shard {shard} of partition {self.key} was not loaded")
         return held[block], term - self.directory.first[shard]
 
-    async def fetch_shard(self, shard: int, lease: ArenaLease | None) -> tuple[int, Blob]:
-        """A shard's verified bytes: into the lease's arena when the store can copy there and
-        the shard is large, else as ``bytes``."""
-        if lease is not None and self._fetch_into is not None:
-            return shard, await self._fetch_into(self.file(shard), lease.allocate)
-        return shard, await self._fetch(self.file(shard))
+    async def fetch_shard(
+        self, shard: int, lease: ArenaLease | None, page: bool = False
+    ) -> tuple[int, Blob]:
+        """A shard's verified bytes (its head page's when ``page``): into the lease's arena when
+        the store can copy there and the shard is large, else as ``bytes``."""
+        name = self.page_file(shard) if page else self.file(shard)
+        assert name is not None  # callers ask for pages the directory names
+        if lease is not None and self._fetch_into is not None and not page:
+            return shard, await self._fetch_into(name, lease.allocate)
+        return shard, await self._fetch(name)
 
     def remember(
-        self, shard: int, blob: Blob, keep: Collection[str], lease: ArenaLease | None
+        self,
+        shard: int,
+        blob: Blob,
+        keep: Collection[str],
+        lease: ArenaLease | None,
+        page: bool = False,
     ) -> dict[str, Postings]:
-        """Decode a fetched shard; cache it unless it lives in the arena (its query's only)."""
+        """Decode a fetched shard (or head page); cache it unless it lives in the arena (its
+        query's only). A page is cached under its own name, never as the shard."""
+        if page:
+            decoded = decode_head_page(blob, self.directory, shard, self.key)
+            self.cache.put(str(self.page_file(shard)), decoded, len(blob), keep)
+            return decoded
         decoded = decode_shard(blob, self.directory, shard, self.key)
         if lease is None or not lease.holds(blob):
             self.cache.put(self.file(shard), decoded, len(blob), keep)
         return decoded
 
+    def held(self, shard: int, page: bool) -> tuple[dict[str, Postings] | None, bool]:
+        """What the isolate holds of a shard: the whole shard when cached (also when only its
+        page was asked: exact and free), else its cached page when ``page``; and whether what
+        it returns is a page."""
+        whole = self.cache.get(self.file(shard))
+        if whole is not None or not page:
+            return whole, False
+        return self.cache.get(str(self.page_file(shard))), True
+
 
 async def load_shards(
-    wanted: list[tuple[PartitionShards, list[int]]], lease: ArenaLease | None = None
+    wanted: list[tuple[PartitionShards, list[int]]],
+    lease: ArenaLease | None = None,
+    pages: Collection[tuple[str, int]] = (),
 ) -> ShardReads:
     """Fetch the given terms' missing shards of several partitions at once (the large ones into
     ``lease``'s arena, readable until the lease ends; the others cached), and return them with
-    the cached ones as the query's ``Loaded`` shards."""
+    the cached ones as the query's ``Loaded`` shards. A (partition key, term) in ``pages`` whose
+    shard has a head page is read as that page unless the whole shard is held: the query then
+    scores the list's largest impacts only (``Loaded`` files it under the shard's name)."""
     loaded: Loaded = {}
     jobs = []
+    paged = 0
+    keep: set[str] = set()
     for store, terms in wanted:
         for shard in sorted({store.directory.shard_of(t) for t in terms}):
-            held = store.cache.get(store.file(shard))
+            page = store.page_file(shard) is not None and any(
+                (store.key, t) in pages for t in terms if store.directory.shard_of(t) == shard
+            )
+            keep.add(store.file(shard))
+            if page:
+                keep.add(str(store.page_file(shard)))
+            held, is_page = store.held(shard, page)
+            paged += page and (held is None or is_page)
             if held is None:
-                jobs.append((store, shard))
+                jobs.append((store, shard, page))
             else:
                 loaded[store.file(shard)] = held
     if not jobs:
-        return ShardReads(shards=loaded)
-    keep = {store.file(store.directory.shard_of(t)) for store, terms in wanted for t in terms}
+        return ShardReads(shards=loaded, head_pages=paged)
     jobs[0][0].cache.trim(keep)  # one cache per package: every partition's store shares it
-    blobs = await concurrently([store.fetch_shard(shard, lease) for store, shard in jobs])
-    for (store, _), (shard, blob) in zip(jobs, blobs, strict=True):
-        loaded[store.file(shard)] = store.remember(shard, blob, keep, lease)
-    return ShardReads(len(jobs), sum(len(blob) for _, blob in blobs), 1, loaded)
+    blobs = await concurrently(
+        [store.fetch_shard(shard, lease, page) for store, shard, page in jobs]
+    )
+    for (store, _, page), (shard, blob) in zip(jobs, blobs, strict=True):
+        loaded[store.file(shard)] = store.remember(shard, blob, keep, lease, page)
+    fetched = sum(len(blob) for _, blob in blobs)
+    return ShardReads(len(jobs), fetched, 1, loaded, paged)

@@ -30,8 +30,9 @@ __all__ = [
 ]
 
 CONTENT_HASH_DIGITS = 16
-LAZY_STEMS: tuple[str, ...] = ("s", "v", "x", "g", "w", "texts", "records")
-"""Posting shards; vocabulary, exact-key, graph and word chunks; section-text and record chunks."""
+LAZY_STEMS: tuple[str, ...] = ("s", "h", "v", "x", "g", "w", "texts", "records")
+"""Posting shards and long lists' head pages; vocabulary, exact-key, graph and word chunks;
+section-text and record chunks."""
 _SUFFIX = ".bin"
 _HEX = frozenset("0123456789abcdef")
 

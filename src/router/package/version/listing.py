@@ -26,9 +26,9 @@ __all__ = ["lazy_files", "postings_bytes"]
 
 
 def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
-    """The lazily read files of every partition (shards; vocabulary, exact-key, graph, word,
-    text and record chunks),
-    named from the partitions' resident directories in ``resident``."""
+    """The lazily read files of every partition (shards and head pages; vocabulary,
+    exact-key, graph, word, text and record chunks), named from the partitions' resident
+    directories in ``resident``."""
     names: list[str] = []
     for entry in manifest.partitions:
         bundle_name = partition_file(entry.key, BUNDLE_NAME)
@@ -40,6 +40,7 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
         shards = decode_directory(blob("postings.bin"))
         exact = decode_exact_directory(blob(EXACT_NAME))
         local = [shards.file_name(s) for s in range(len(shards.hashes))]
+        local += [str(shards.page_name(s)) for s in shards.pages]
         local += [exact.file_name(c) for c in range(exact.chunks)]
         vocabulary = decode_vocabulary_directory(blob(VOCABULARY_NAME)).keys
         local += [vocabulary.file_name(c) for c in range(vocabulary.chunks)]
@@ -55,7 +56,7 @@ def lazy_files(manifest: Manifest, resident: Mapping[str, bytes]) -> list[str]:
 
 def postings_bytes(files: Mapping[str, bytes]) -> int:
     """Bytes of a package's postings: every partition's directory (in its bundle) and shards."""
-    total = sum(len(blob) for name, blob in files.items() if ".s-" in name)
+    total = sum(len(blob) for name, blob in files.items() if ".s-" in name or ".h-" in name)
     for name, blob in files.items():
         if name.endswith("." + BUNDLE_NAME):
             total += len(decode_bundle(blob, name)["postings.bin"])
