@@ -143,7 +143,7 @@ Worker's shard arena holds at most): its rarest terms first, the commonest left 
 benchmark's queries (the largest read 11.9 MB)."""
 DEFAULT_MAX_WHOLE_LONG_POSTINGS = 65_536
 """Postings of long lists (those with a head page) one query may fetch whole (≈ 480 KiB with
-their heads); past it, the commonest are read as their head page of 8,192 largest impacts
+their heads); past it, the commonest are read as their head page of 32,768 largest impacts
 (``router.ranking.fetch_budget``, docs/adr/0029): it keeps a query of common words at a million
 sections under 1 MB."""
 

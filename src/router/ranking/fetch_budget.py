@@ -18,7 +18,7 @@ Long lists (those stored with a head page, ``router.package.format.shards``) hav
 their own, ``RetrievalBudget.max_whole_long_postings``: past it, a common term is not left out
 but read as its head page, its largest impacts. It still scores the sections it weighs most in
 (BM25's length normalisation gives them to the short sections the top k is made of), and a query
-of common words at a million sections fetches a few pages of 48 KiB instead of lists of several
+of common words at a million sections fetches a few pages of 192 KiB instead of lists of several
 MB (docs/adr/0029). The ranking is then the exact one of the lists as read: a section outside a
 page misses that term's share, at most the page's smallest impact (``bm25.head_pages`` in the
 trace names those terms).

@@ -43,7 +43,7 @@ lists at once).
 
 Why head pages (docs/adr/0029): at a million sections a common word's list is several MB, and
 reading it whole put a query's bytes at 1.6 MB p50 and 7.9 MB p95. When a query's long lists do
-not fit its byte budget, the commonest are read as their head page only: 48 KiB holding the
+not fit its byte budget, the commonest are read as their head page only: 192 KiB holding the
 largest impacts, which BM25's length normalisation gives to the same short sections the top k
 is made of. A page is a file of its own, named by its content like a shard, so it is verified,
 colo-cached and shared across versions like one (a range of the shard could be neither).
@@ -99,11 +99,14 @@ HEAD_MIN_POSTINGS = 32768
 """A list this long gets a head (of a quarter of it): below, MaxScore reads it whole in about a
 millisecond."""
 
-HEAD_PAGE_POSTINGS = 8192
-"""Largest impacts of a long list in its head page (48 KiB). Measured at 1M sections (ADR 0011),
-the threshold algorithm proved the top 10 after 407–3,692 head postings for most questions of
-common words; 8,192 covers them, and a query that reads a page instead of a list of 800k
-postings fetches 1 % of it."""
+HEAD_PAGE_POSTINGS = 32768
+"""Largest impacts of a long list in its head page (192 KiB; the whole head). Why not 8,192,
+which covers what the threshold algorithm needs for a question of common words alone (ADR
+0011): a question mixing rare and common words ranks its rare words' sections without the
+common words' shares outside the page, and on real text (SciFact and CISI scaled to a million
+sections, ``bench/page_quality.py``) pages of 8,192 lost 0.029 and 0.065 nDCG@10, pages of
+32,768 0.013 and 0.017 (docs/adr/0029). A query that reads a page instead of a list of 800k
+postings still fetches 4 % of it."""
 
 _MAGIC = b"KRSHRD03"
 _OLD_MAGIC = b"KRSHRD02"  # before head pages: decoded as a directory without pages
