@@ -209,8 +209,8 @@ def test_response_names_its_knowledge_version_and_trace(ask, package: KnowledgeP
     stages = response.trace["stages"]
     ran = [name for name, stage in stages.items() if "skipped" not in stage]
     assert ran == [
-        "normalize", "analyze", "exact", "keyword", "bm25", "graph", "confidence", "fusion",
-        "records", "texts", "context", "answer",
+        "normalize", "analyze", "exact", "keyword", "bm25", "graph", "early_records",
+        "confidence", "fusion", "records", "texts", "context", "answer",
     ]  # fmt: skip
     assert stages["vector"]["skipped"] and stages["cache"]["skipped"]
     assert all(stage["ms"] >= 0 for stage in stages.values())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from router.config import RouterConfig
 from router.contract import QueryRequest, QueryResponse
@@ -25,7 +25,7 @@ from router.package.stores.cost import ReadCost
 from router.package.view import PackageView
 from router.ports import Embedder, Generator, Reranker, VectorIndex
 from router.response import build_response, from_cache, record_metrics
-from router.results import Fused, IndexReads, LatencyTier
+from router.results import Fused, GraphNode, IndexReads, LatencyTier
 from router.stages.answer import answer_sections, choose_answer, named_fact
 from router.stages.cache import (
     CacheLookup,
@@ -46,7 +46,14 @@ from router.stages.graph import graph_neighbours
 from router.stages.lexical import lexical_search
 from router.stages.normalizer import normalize_query
 from router.stages.query_analyzer import analyze_query
-from router.stages.records import early_sections, load_records, needed_documents
+from router.stages.records import (
+    documents_of,
+    early_sections,
+    likely_shown,
+    load_records,
+    needed_documents,
+    read_records,
+)
 from router.stages.references import resolve_references
 from router.stages.rerank import rerank_candidates, rerank_skip_reason
 from router.stages.terms import read_terms
@@ -181,7 +188,7 @@ async def _cascade(
     else:
         state.lexical, read = await correct(state, state.lexical)
         _keep(state, read)
-    state.graph = await graph_neighbours(state) if _budget_left(trace, "graph") else []
+    state.graph = await _graph_beside_records(state) if _budget_left(trace, "graph") else []
     state.assessment = assess(state)
     state.vector = await _vector_stage(state, services)
     state.assessment = verdict = with_vector_evidence(state)
@@ -262,6 +269,24 @@ async def _first_reads(state: QueryState) -> tuple[ReadCost | RouterError, ReadC
     term_found, term_cost = cast("tuple[IndexReads, ReadCost]", terms)
     _keep(state, exact_found.then(term_found))
     return exact_cost, term_cost
+
+
+async def _graph_beside_records(state: QueryState) -> list[GraphNode]:
+    """The graph's edges, and beside them the records and texts of the sections the response
+    will most likely show (``likely_shown``): one round trip where there were two in a row
+    (a cold query's third; the records stage then reads only what the graph, the vectors or
+    the fusion added). Traced as ``graph`` then ``early_records``, whichever settled first."""
+    sections = likely_shown(state)
+    if not sections:
+        return await graph_neighbours(state)
+    graph, early = await concurrently(
+        [graph_neighbours(state), read_records(state, documents_of(state, sections), sections)]
+    )
+    reads, details = cast("tuple[IndexReads | None, dict[str, Any]]", early)
+    state.trace.stage("early_records", **details)
+    if reads is not None:
+        _keep(state, reads)
+    return cast("list[GraphNode]", graph)
 
 
 def _keep(state: QueryState, reads: IndexReads) -> None:

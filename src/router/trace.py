@@ -10,7 +10,7 @@ in <stage>`` in ``exceeded``). The clock is injected, so tests force a deadline 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,11 +165,11 @@ class Trace:
         if note not in self.exceeded:
             self.exceeded.append(note)
 
-    def references(self) -> tuple[set[int], set[int]]:
-        """(sections, documents) the stages named so far."""
+    def references(self, skip: Collection[str] = ()) -> tuple[set[int], set[int]]:
+        """(sections, documents) the stages named so far, but for the stages in ``skip``."""
         sections: set[int] = set()
         docs: set[int] = set()
-        _walk(self.stages, sections, docs)
+        _walk({k: v for k, v in self.stages.items() if k not in skip}, sections, docs)
         return sections, docs
 
     def resolved(

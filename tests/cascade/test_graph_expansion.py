@@ -3,8 +3,9 @@ budget, its scores relative to the best seed."""
 
 from __future__ import annotations
 
+from router.compile.build import BuildResult
 from router.config import RetrievalBudget, RouterConfig
-from router.package.reader import KnowledgePackage
+from router.package.reader import KnowledgePackage, load_package
 from tests.cascade.common import (
     HIGH_LEXICAL,
     LOW_LEXICAL,
@@ -47,3 +48,22 @@ def test_graph_scores_are_relative_to_the_best_seed(package: KnowledgePackage) -
     assert stage(response, "exact")["hits"]
     nodes = stage(response, "graph")["nodes"]
     assert nodes and all(0.0 < score <= 1.0 for _, score, _ in nodes)
+
+
+def test_a_cold_query_reads_its_records_beside_the_graph_not_after_it(
+    built: BuildResult, package: KnowledgePackage
+) -> None:
+    """The records of what the lexical stages ranked first come with the graph's edges; after
+    fusion only a shown section they did not cover is read, and a neighbour the response does
+    not show is named in the trace only when its record is at hand (docs/adr/0030)."""
+    files = built.package.files()
+    cold = load_package(files["manifest.json"], files.__getitem__)
+    response = cascade(cold, LOW_LEXICAL, tenant=ALFA, top_k=2)
+    stages = response.trace["stages"]
+    assert stages["early_records"]["round_trips"] == 1 and stages["early_records"]["documents"]
+    assert stages["records"]["round_trips"] == 0  # the shown sections' records came early
+    nodes = [node for node, _, _ in stages["graph"]["nodes"]]
+    assert None in nodes  # a neighbour outside the response, whose record was not read
+    assert len(nodes) > nodes.count(None)  # those of documents read anyway are named
+    warm = cascade(package, LOW_LEXICAL, tenant=ALFA, top_k=2)  # an isolate holding more
+    assert warm.results == response.results and warm.answer == response.answer

@@ -102,10 +102,9 @@ def test_a_query_reads_only_the_chunks_it_quotes(built: BuildResult) -> None:
     texts = [name for name in fetched if ".texts-" in name]  # the shards come the same way
     assert 0 < len(texts) < len(chunks)
     records = [name for name in fetched if ".records-" in name]
-    after_fusion = response.trace["stages"]["records"]["chunks_fetched"]  # records + quoted texts
-    assert after_fusion + response.trace["stages"]["texts"]["chunks_fetched"] == len(texts) + len(
-        records
-    )
+    stages = response.trace["stages"]
+    with_records = stages["early_records"]["chunks_fetched"] + stages["records"]["chunks_fetched"]
+    assert with_records + stages["texts"]["chunks_fetched"] == len(texts) + len(records)
 
 
 def test_a_corrupt_chunk_degrades_the_answer_and_never_fails_the_query(built: BuildResult) -> None:
