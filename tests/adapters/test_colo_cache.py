@@ -56,7 +56,12 @@ def test_only_keys_that_name_their_content_are_cached() -> None:
     assert is_content_named(SHARD)
     assert is_content_named("packages/kv-1/shared.texts-0123456789abcdef.bin")  # older layout
     assert not is_content_named(MANIFEST)
-    assert not is_content_named("packages/kv-1/shared.partition.bin")
+    assert not is_content_named("packages/kv-1/shared.partition.bin")  # not an id a build made
+    built = "packages/kv-0123456789abcdef/"  # an id a build made: the digest of its artifacts
+    assert is_content_named(built + "t-0aa27c1242cdc8b7.partition.bin")
+    assert is_content_named(built + "shared.vectors.bin")
+    assert not is_content_named(built + "manifest.json")
+    assert not is_content_named("packages/kv-0123456789abcdef/../kv-1/shared.partition.bin")
 
 
 def test_a_miss_reads_r2_and_stores_after_the_response_then_the_colo_answers() -> None:

@@ -94,8 +94,10 @@ def test_a_second_isolate_reads_the_package_objects_from_the_colo(
     assert not _object_gets(issued), "a content-named file was read from R2 on a warm colo"
     matched = {e["key"].split("/", 3)[3] for e in issued if e["cls"] == "Cache"}
     assert set(read) <= matched
-    # the manifest and the resident bundle are not content-named: still from R2
+    # the manifest is not content-named: still from R2; a built version's bundle is
     assert any(e["cls"] == "R2Bucket" and e["key"].endswith("manifest.json") for e in issued)
+    bundles = [e["key"] for e in issued if e["key"].endswith(".partition.bin")]
+    assert bundles and all(e["cls"] == "Cache" for e in issued if e["key"] in bundles)
     colo = colo_worker.stats()["colo"]
     assert colo["calls"]["hit"] >= len(set(read)) and colo["entries"] >= len(set(read))
     assert again.json()["results"] == first.json()["results"][:3]
