@@ -32,8 +32,8 @@ States: ``fresh`` = a new isolate on a cold colo (app import + the first query, 
 package); ``cold_colo`` = a warm isolate whose every binding read misses the colo's caches;
 ``warm`` = a warm isolate on a warm colo (KV reads are hot, except the query-cache probe of a
 question never asked, which no colo holds). R2's content-named files are read through the colo's
-cache (``router.adapters.cloudflare.cache``, docs/adr/0027); the manifest and the partitions'
-bundles, D1, Vectorize and Workers AI have no colo cache on the code's path.
+cache (``router.adapters.cloudflare.cache``, docs/adr/0027), and so are a built version's
+bundles; the manifest, D1, Vectorize and Workers AI have no colo cache on the code's path.
 
 The colo's cache from one recording (``colo_view``): the host's cache (host.mjs ``ColoCache``)
 starts empty and fills as the Worker reads, so an object's first read in a run is a ``match``
