@@ -201,9 +201,12 @@ async def load_shards(
     paged = 0
     keep: set[str] = set()
     for store, terms in wanted:
-        for shard in sorted({store.directory.shard_of(t) for t in terms}):
+        by_shard: dict[int, list[int]] = {}
+        for term in terms:
+            by_shard.setdefault(store.directory.shard_of(term), []).append(term)
+        for shard, shard_terms in sorted(by_shard.items()):
             page = store.page_file(shard) is not None and any(
-                (store.key, t) in pages for t in terms if store.directory.shard_of(t) == shard
+                (store.key, t) in pages for t in shard_terms
             )
             keep.add(store.file(shard))
             if page:
