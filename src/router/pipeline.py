@@ -59,7 +59,7 @@ from router.stages.rerank import rerank_candidates, rerank_skip_reason
 from router.stages.terms import read_terms
 from router.stages.texts import load_texts, quoted_sections
 from router.stages.tiers import latency_tier, tier_config
-from router.stages.topk import adaptive_k
+from router.stages.topk import shown_k
 from router.stages.vector import vector_fallback, vector_skip_reason
 from router.state import QueryState, query_day
 from router.support.question_frame import ClosedClasses
@@ -194,12 +194,7 @@ async def _cascade(
     state.assessment = verdict = with_vector_evidence(state)
 
     fused = [] if verdict.outcome == "nothing" else fuse_candidates(state)
-    k = min(
-        adaptive_k(
-            "LOW" if verdict.abstain else verdict.level, config.top_k_by_level, request.top_k
-        ),
-        config.budget.max_documents,
-    )
+    k = shown_k("LOW" if verdict.abstain else verdict.level, config, request.top_k)
     record_fusion(state, fused, k)
     fused = await _rerank_stage(state, services, fused)
     shown = fused[:k]

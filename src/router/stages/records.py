@@ -22,7 +22,7 @@ from router.package.stores.cost import ReadCost
 from router.results import IndexReads
 from router.stages.confidence import confidence_level
 from router.stages.exact import hit_section
-from router.stages.topk import adaptive_k
+from router.stages.topk import shown_k
 from router.sync import concurrently
 
 if TYPE_CHECKING:
@@ -118,14 +118,12 @@ async def read_records(
 def likely_shown(state: QueryState) -> list[int]:
     """The sections the response will most likely show, known before the graph and vector
     stages: the exact hits, then the BM25 ranking, as many as the lexical result's level gives
-    (``adaptive_k``). Why: their records and texts are read beside the graph's edges, so on a
+    (``shown_k``). Why: their records and texts are read beside the graph's edges, so on a
     cold query the records are not one more round trip in the chain (issue 32, item 3); what
     the graph, the vectors or the fusion add is read after fusion, and only that."""
     lexical, config = state.lexical_result(), state.config
     level = "HIGH" if state.exact else confidence_level(lexical.confidence.value, config)
-    k = min(
-        adaptive_k(level, config.top_k_by_level, state.request.top_k), config.budget.max_documents
-    )
+    k = shown_k(level, config, state.request.top_k)
     sections: list[int] = []
     for section in [hit_section(state.package, h) for h in state.exact] + [
         s for s, _ in lexical.bm25
